@@ -1,0 +1,1 @@
+"""namesrv package."""
