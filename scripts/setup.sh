@@ -12,3 +12,7 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
+# Java side: the scenario runner jar and the reference Apache RocketMQ jars (compat_tests/).
+if [ -f scripts/setup-java.sh ]; then
+  bash scripts/setup-java.sh
+fi
