@@ -1,0 +1,145 @@
+"""Headers of the admin requests handled by the broker (spec 3.12) and broker-to-client calls (3.10)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codec.headers.base import CustomHeader, wire
+
+
+@dataclass(slots=True)
+class CreateTopicRequestHeader(CustomHeader):
+    """UPDATE_AND_CREATE_TOPIC; ``attributes`` looks like ``+key=value,+k2=v2,-k3``."""
+
+    topic: str = wire("topic")
+    default_topic: str = wire("defaultTopic")
+    read_queue_nums: int = wire("readQueueNums")
+    write_queue_nums: int = wire("writeQueueNums")
+    perm: int = wire("perm")
+    topic_filter_type: str = wire("topicFilterType")
+    order: bool = wire("order")
+    topic_sys_flag: int | None = wire("topicSysFlag", required=False)
+    attributes: str | None = wire("attributes", required=False)
+    force: bool | None = wire("force", required=False)
+
+
+@dataclass(slots=True)
+class TopicRequestHeader(CustomHeader):
+    """DELETE_TOPIC_IN_BROKER, GET_TOPIC_CONFIG, GET_TOPIC_STATS_INFO, QUERY_TOPIC_CONSUME_BY_WHO."""
+
+    topic: str = wire("topic")
+
+
+@dataclass(slots=True)
+class GetAllTopicConfigResponseHeader(CustomHeader):
+    total_topic_num: int | None = wire("totalTopicNum", required=False)
+
+
+@dataclass(slots=True)
+class DeleteSubscriptionGroupRequestHeader(CustomHeader):
+    group_name: str = wire("groupName")
+    clean_offset: bool = wire("cleanOffset", required=False, default=False)
+
+
+@dataclass(slots=True)
+class GroupRequestHeader(CustomHeader):
+    """GET_SUBSCRIPTIONGROUP_CONFIG and QUERY_TOPICS_BY_CONSUMER (key ``group``)."""
+
+    group: str = wire("group")
+
+
+@dataclass(slots=True)
+class GetConsumeStatsRequestHeader(CustomHeader):
+    consumer_group: str = wire("consumerGroup")
+    topic: str | None = wire("topic", required=False)
+    topic_list: str | None = wire("topicList", required=False)  # comma separated
+
+
+@dataclass(slots=True)
+class GetConsumerConnectionListRequestHeader(CustomHeader):
+    consumer_group: str = wire("consumerGroup")
+
+
+@dataclass(slots=True)
+class GetProducerConnectionListRequestHeader(CustomHeader):
+    producer_group: str = wire("producerGroup")
+
+
+@dataclass(slots=True)
+class ResetOffsetRequestHeader(CustomHeader):
+    """INVOKE_BROKER_TO_RESET_OFFSET (admin to broker) and RESET_CONSUMER_CLIENT_OFFSET (broker to client).
+
+    ``timestamp`` −1 means "the max offset"; ``queue_id`` −1 means every queue.
+    """
+
+    group: str = wire("group")
+    topic: str = wire("topic")
+    timestamp: int = wire("timestamp")
+    is_force: bool = wire("isForce")
+    queue_id: int = wire("queueId", required=False, default=-1)
+    offset: int | None = wire("offset", required=False)
+
+
+@dataclass(slots=True)
+class GetConsumerStatusRequestHeader(CustomHeader):
+    topic: str = wire("topic")
+    group: str = wire("group")
+    client_addr: str | None = wire("clientAddr", required=False)
+
+
+@dataclass(slots=True)
+class CloneGroupOffsetRequestHeader(CustomHeader):
+    src_group: str = wire("srcGroup")
+    dest_group: str = wire("destGroup")
+    topic: str | None = wire("topic", required=False)
+    offline: bool = wire("offline", required=False, default=False)
+
+
+@dataclass(slots=True)
+class GetBrokerConfigResponseHeader(CustomHeader):
+    version: str = wire("version")  # the configuration's DataVersion JSON
+
+
+@dataclass(slots=True)
+class QueryConsumeQueueRequestHeader(CustomHeader):
+    topic: str = wire("topic")
+    queue_id: int = wire("queueId")
+    index: int = wire("index")
+    count: int = wire("count")
+    consumer_group: str | None = wire("consumerGroup", required=False)
+
+
+@dataclass(slots=True)
+class QueryConsumeTimeSpanRequestHeader(CustomHeader):
+    topic: str = wire("topic")
+    group: str = wire("group")
+
+
+@dataclass(slots=True)
+class QuerySubscriptionByConsumerRequestHeader(CustomHeader):
+    group: str = wire("group")
+    topic: str | None = wire("topic", required=False)
+
+
+@dataclass(slots=True)
+class ViewBrokerStatsDataRequestHeader(CustomHeader):
+    stats_name: str = wire("statsName")
+    stats_key: str = wire("statsKey")
+
+
+@dataclass(slots=True)
+class GetConsumerRunningInfoRequestHeader(CustomHeader):
+    consumer_group: str = wire("consumerGroup")
+    client_id: str = wire("clientId")
+    jstack_enable: bool = wire("jstackEnable", required=False, default=False)
+
+
+@dataclass(slots=True)
+class ConsumeMessageDirectlyResultRequestHeader(CustomHeader):
+    consumer_group: str = wire("consumerGroup")
+    client_id: str | None = wire("clientId", required=False)
+    msg_id: str | None = wire("msgId", required=False)
+    broker_name: str | None = wire("brokerName", required=False)
+    topic: str | None = wire("topic", required=False)
+    topic_sys_flag: int | None = wire("topicSysFlag", required=False)
+    group_sys_flag: int | None = wire("groupSysFlag", required=False)

@@ -1,0 +1,127 @@
+"""Typed custom headers and their one conversion to and from ``extFields``.
+
+Java flattens a header object into ``extFields`` with its field names as keys and every value as
+a string (``RemotingCommand.makeCustomHeaderToNet``) and rebuilds it on the other side. Here a
+header is a slotted dataclass whose fields name their wire key with :func:`wire`; the table that
+converts them is built once per class. Conversion rules (spec 1.6):
+
+* ``str`` as is; ``int`` decimal; ``bool`` ``"true"``/``"false"`` (decoding: case-insensitive
+  ``true``, anything else is false, as ``Boolean.parseBoolean``); ``float`` Java decimal.
+* Only non-``None`` values are written.
+* A field marked required (``@CFNotNull`` in Java) that is missing raises :class:`HeaderError`;
+  a malformed number raises it too. Both become a ``SYSTEM_ERROR`` response in the dispatcher.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Self
+
+from codec.errors import HeaderError
+
+_MISSING = dataclasses.MISSING
+
+
+def wire(key: str, *, required: bool = True, default: Any = None) -> Any:
+    """Declare a header field: its ``extFields`` key, whether Java requires it, its default."""
+    return dataclasses.field(default=default, metadata={"key": key, "required": required})
+
+
+def _parse_int(value: str) -> int:
+    # Stricter than int(): Java's Long.parseLong takes no spaces, underscores or non-ASCII digits.
+    digits = value[1:] if value[:1] in ("-", "+") else value
+    if not (digits.isascii() and digits.isdigit()):
+        raise ValueError(value)
+    return int(value)
+
+
+def _parse_bool(value: str) -> bool:
+    return value.lower() == "true"
+
+
+def _format_bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _format_float(value: float) -> str:
+    # Java's Double.toString for the values headers carry (rates, tps) reads the same as repr.
+    return repr(float(value))
+
+
+_PARSERS: dict[type, Callable[[str], Any]] = {str: str, int: _parse_int, bool: _parse_bool, float: float}
+_FORMATTERS: dict[type, Callable[[Any], str]] = {
+    str: str,
+    int: str,
+    bool: _format_bool,
+    float: _format_float,
+}
+
+
+class _Field(typing.NamedTuple):
+    attr: str
+    key: str
+    kind: type
+    required: bool
+
+
+def _base_type(annotation: Any) -> type:
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    base = args[0] if args else annotation
+    if base not in _PARSERS:
+        raise TypeError(f"unsupported header field type {annotation!r}")
+    return typing.cast(type, base)
+
+
+class CustomHeader:
+    """Base of every typed header. Subclasses are ``@dataclass(slots=True)`` classes."""
+
+    __slots__ = ()
+    _fields_table: ClassVar[tuple[_Field, ...] | None] = None
+
+    @classmethod
+    def _table(cls) -> tuple[_Field, ...]:
+        table = cls.__dict__.get("_fields_table")
+        if table is None:
+            hints = typing.get_type_hints(cls)
+            table = tuple(
+                _Field(f.name, f.metadata["key"], _base_type(hints[f.name]), f.metadata["required"])
+                for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+                if "key" in f.metadata
+            )
+            cls._fields_table = table
+        return table
+
+    @classmethod
+    def from_ext_fields(cls, ext_fields: Mapping[str, str] | None) -> Self:
+        """Build the header from a command's ``extFields``; raises :class:`HeaderError`."""
+        ext = ext_fields or {}
+        values: dict[str, Any] = {}
+        for attr, key, kind, required in cls._table():
+            raw = ext.get(key)
+            if raw is None:
+                if required:
+                    raise HeaderError(f"{cls.__name__}: missing required field {key!r}")
+                continue
+            try:
+                values[attr] = _PARSERS[kind](raw)
+            except ValueError as err:
+                raise HeaderError(f"{cls.__name__}: field {key!r} is not a {kind.__name__}: {raw!r}") from err
+        return cls(**values)
+
+    def to_ext_fields(self) -> dict[str, str]:
+        """The header as the string map that travels in ``extFields`` (``None`` values left out)."""
+        out: dict[str, str] = {}
+        for attr, key, kind, _required in self._table():
+            value = getattr(self, attr)
+            if value is not None:
+                out[key] = _FORMATTERS[kind](value)
+        return out
+
+
+@dataclasses.dataclass(slots=True)
+class EmptyHeader(CustomHeader):
+    """A header class without fields of its own (e.g. ``HeartbeatRequestHeader``)."""
+
+    broker_name: str | None = wire("bname", required=False)
