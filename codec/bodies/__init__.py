@@ -1,0 +1,1 @@
+"""JSON request and response bodies; see :mod:`codec.bodies.base` for the conversion rules."""

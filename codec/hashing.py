@@ -1,0 +1,59 @@
+"""Java-compatible hashes: ``String.hashCode`` (tag codes, HashMap order) and the body CRC32.
+
+* Tags code = ``String.hashCode()`` of the ``TAGS`` value, a signed 32-bit int over UTF-16 code
+  units (``MessageExtBrokerInner.tagsString2tagsCode``; 0 without a tag).
+* ``UtilAll.crc32`` = ``java.util.zip.CRC32`` masked with ``0x7FFFFFFF``; computed with crcmod's
+  predefined ``crc-32`` (the same IEEE polynomial), whose C extension ships in its wheel.
+"""
+
+from __future__ import annotations
+
+import crcmod.predefined
+
+_crc32 = crcmod.predefined.mkCrcFun("crc-32")
+_MASK32 = 0xFFFFFFFF
+
+
+def java_string_hash(text: str) -> int:
+    """Java ``String.hashCode()``: Σ s[i]·31^(n−1−i) over UTF-16 code units, as a signed int32."""
+    h = 0
+    if text.isascii():
+        for ch in text.encode("ascii"):
+            h = (31 * h + ch) & _MASK32
+    else:
+        units = text.encode("utf-16-be")
+        for i in range(0, len(units), 2):
+            h = (31 * h + ((units[i] << 8) | units[i + 1])) & _MASK32
+    return h - 0x100000000 if h & 0x80000000 else h
+
+
+def tags_code(tags: str | None) -> int:
+    """The consume-queue tags code of a message: 0 when it has no (or an empty) tag."""
+    if not tags:
+        return 0
+    return java_string_hash(tags)
+
+
+def body_crc32(data: bytes | bytearray | memoryview) -> int:
+    """``UtilAll.crc32``: CRC-32 (IEEE) of ``data``, masked to a non-negative int32."""
+    if not len(data):
+        return 0
+    return int(_crc32(data)) & 0x7FFFFFFF
+
+
+def java_hashmap_order(keys: list[str], capacity: int = 128) -> list[str]:
+    """The iteration order of a ``java.util.HashMap`` of this capacity holding ``keys``.
+
+    ``keys`` are given in insertion order. Buckets are ``(h ^ (h >>> 16)) & (capacity - 1)``;
+    within a bucket, insertion order. Used to write a properties string in the order the Java
+    broker writes it (``MessageDecoder.messageProperties2String`` over a ``HashMap``), so that
+    records we store are byte-identical to the real broker's. ``capacity`` must be a power of two
+    and large enough not to resize (the broker's map starts at 128 and holds a few dozen keys).
+    """
+    mask = capacity - 1
+
+    def bucket(key: str) -> int:
+        h = java_string_hash(key) & _MASK32
+        return (h ^ (h >> 16)) & mask
+
+    return sorted(keys, key=bucket)  # sorted() is stable: insertion order within a bucket
