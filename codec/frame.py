@@ -26,6 +26,8 @@ from codec.errors import FrameError, FrameTooLargeError
 MAX_FRAME_SIZE = 16 * 1024 * 1024  # RocketMQ remoting default (com.rocketmq.remoting.frameMaxLength)
 
 _PREFIX = struct.Struct(">iI")  # length (signed, as Java reads it), header word
+_WORD = struct.Struct(">I")
+_LENGTH = struct.Struct(">i")
 
 
 def encode_frame(cmd: RemotingCommand) -> bytes:
@@ -39,18 +41,18 @@ def encode_frame(cmd: RemotingCommand) -> bytes:
     return b"".join((_PREFIX.pack(4 + len(header) + len(body), word), header, body))
 
 
-def decode_frame(frame: bytes | memoryview) -> RemotingCommand:
+def decode_frame(frame: bytes | bytearray | memoryview) -> RemotingCommand:
     """Decode one frame *without* its 4-byte length prefix (header word, header, body)."""
-    view = memoryview(frame)
-    if len(view) < 4:
-        raise FrameError(f"frame of {len(view)} bytes has no header word")
-    (word,) = struct.unpack_from(">I", view, 0)
-    serialize = word >> 24
+    if len(frame) < 4:
+        raise FrameError(f"frame of {len(frame)} bytes has no header word")
+    (word,) = _WORD.unpack_from(frame, 0)
     header_len = word & 0xFFFFFF
-    if header_len > len(view) - 4:
-        raise FrameError(f"header length {header_len} exceeds the frame ({len(view) - 4} bytes)")
-    header = view[4 : 4 + header_len]
-    body = bytes(view[4 + header_len :])
+    if header_len > len(frame) - 4:
+        raise FrameError(f"header length {header_len} exceeds the frame ({len(frame) - 4} bytes)")
+    return _decode_parts(word >> 24, bytes(frame[4 : 4 + header_len]), bytes(frame[4 + header_len :]))
+
+
+def _decode_parts(serialize: int, header: bytes, body: bytes) -> RemotingCommand:
     if serialize == SerializeType.JSON:
         return json_header.decode_header(header, body)
     if serialize == SerializeType.ROCKETMQ:
@@ -88,7 +90,7 @@ class FrameDecoder:
         pos = 0
         try:
             while len(buf) - pos >= 4:
-                (length,) = struct.unpack_from(">i", buf, pos)
+                (length,) = _LENGTH.unpack_from(buf, pos)
                 if length < 4:
                     raise FrameError(f"invalid frame length {length}")
                 if length + 4 > self.max_frame_size:
@@ -98,8 +100,17 @@ class FrameDecoder:
                 end = pos + 4 + length
                 if end > len(buf):
                     break
-                with memoryview(buf) as view:
-                    commands.append(decode_frame(view[pos + 4 : end]))
+                # Slicing the bytearray copies; no view of `buf` outlives this loop, so the
+                # buffer can always be compacted (a live memoryview would forbid resizing).
+                (word,) = _WORD.unpack_from(buf, pos + 4)
+                header_end = pos + 8 + (word & 0xFFFFFF)
+                if header_end > end:
+                    raise FrameError(
+                        f"header length {word & 0xFFFFFF} exceeds the frame ({length - 4} bytes)"
+                    )
+                commands.append(
+                    _decode_parts(word >> 24, bytes(buf[pos + 8 : header_end]), bytes(buf[header_end:end]))
+                )
                 pos = end
         except FrameError:
             self._failed = True
