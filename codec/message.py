@@ -274,8 +274,8 @@ def decode_record(
     end_of_buf = len(view)
     if end_of_buf - pos < _HEAD.size:
         raise MessageFormatError(f"truncated record at {pos}: {end_of_buf - pos} bytes")
-    (total, magic, crc, queue_id, flag, queue_offset, physical_offset, sys_flag, born_ts) = (
-        _HEAD.unpack_from(view, pos)
+    (total, magic, crc, queue_id, flag, queue_offset, physical_offset, sys_flag, born_ts) = _HEAD.unpack_from(
+        view, pos
     )
     if magic == BLANK_MAGIC_CODE:
         raise MessageFormatError(f"blank end-of-file marker at {pos}, not a record")

@@ -92,9 +92,7 @@ class TopicConfigSerializeWrapper(JsonBody):
 
 @dataclass(slots=True)
 class RegisterBrokerBody(JsonBody):
-    topic_config_serialize_wrapper: TopicConfigSerializeWrapper = jfield(
-        factory=TopicConfigSerializeWrapper
-    )
+    topic_config_serialize_wrapper: TopicConfigSerializeWrapper = jfield(factory=TopicConfigSerializeWrapper)
     filter_server_list: list[str] = jfield(factory=list)
 
     def encode_compressed(self) -> bytes:
