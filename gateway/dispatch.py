@@ -1,0 +1,135 @@
+"""Request dispatch: from a request code to a typed handler, and every error to a response.
+
+This module is Trio-free so that ``namesrv/`` and ``broker/`` processors, and their tests, need
+no event loop to run a synchronous handler. Mirrors ``NettyRemotingAbstract.processRequestCommand``:
+
+* an unknown code gets ``REQUEST_CODE_NOT_SUPPORTED`` with Java's remark;
+* a malformed header (:class:`HeaderError`) or any other :class:`RocketMQError` becomes a response
+  with the error's ``response_code`` and its message as remark;
+* any other exception becomes ``SYSTEM_ERROR`` with the exception as remark, and is logged;
+* a oneway request never gets a response, not even an error.
+
+Handlers are ``handler(ctx, request, header)`` where ``header`` is the request's typed header
+when the route names a header type, else ``None``. They may be plain functions (returning the
+response or ``None``) or coroutine functions, for the few that must wait (long polling, broker
+to client calls).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import typing
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from codec.codes import ResponseCode, request_code_name
+from codec.command import RemotingCommand
+from codec.errors import RocketMQError
+from codec.headers.base import CustomHeader
+
+logger = logging.getLogger(__name__)
+
+HandlerResult = RemotingCommand | None
+Handler = Callable[["RequestContext", RemotingCommand, Any], HandlerResult | Awaitable[HandlerResult]]
+
+
+class Peer(Protocol):
+    """What a handler may do with the connection a request came on (implemented in gateway)."""
+
+    async def invoke(self, request: RemotingCommand, timeout_s: float) -> RemotingCommand:
+        """Send a request to the peer and wait for its response; raises on timeout or disconnect."""
+
+    async def invoke_oneway(self, request: RemotingCommand) -> None:
+        """Send a request that expects no answer."""
+
+    def close(self) -> None:
+        """Close the connection."""
+
+
+class ConnectionInfo:
+    """Identity of one client connection, shared by every request that arrives on it.
+
+    ``client_id`` is filled in by the broker's heartbeat handling; ``attributes`` holds whatever a
+    component needs to remember per connection.
+    """
+
+    __slots__ = ("attributes", "client_id", "id", "language", "local_addr", "peer", "remote_addr", "version")
+
+    def __init__(self, conn_id: int, remote_addr: str, local_addr: str, peer: Peer | None = None) -> None:
+        self.id = conn_id
+        self.remote_addr = remote_addr
+        self.local_addr = local_addr
+        self.peer = peer
+        self.client_id: str | None = None
+        self.language = 0
+        self.version = 0
+        self.attributes: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"<conn {self.id} {self.remote_addr}>"
+
+
+class RequestContext:
+    """What a handler knows about the request beyond the command itself."""
+
+    __slots__ = ("connection",)
+
+    def __init__(self, connection: ConnectionInfo) -> None:
+        self.connection = connection
+
+
+class Dispatcher:
+    """Maps request codes to handlers; see the module docstring for the error rules."""
+
+    def __init__(self, name: str = "dispatcher") -> None:
+        self.name = name
+        self._routes: dict[int, tuple[Handler, type[CustomHeader] | None, bool]] = {}
+        self.requests = 0
+        self.errors = 0
+
+    def register(self, code: int, handler: Handler, header_type: type[CustomHeader] | None = None) -> None:
+        if code in self._routes:
+            raise ValueError(f"{self.name}: code {code} registered twice")
+        is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+            getattr(handler, "__call__", None)  # noqa: B004 - callable objects with async __call__
+        )
+        self._routes[code] = (handler, header_type, is_async)
+
+    def handles(self, code: int) -> bool:
+        return code in self._routes
+
+    async def dispatch(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
+        """Run the handler of ``request`` and return the response to send (``None``: send nothing)."""
+        self.requests += 1
+        response = await self._run(ctx, request)
+        return None if request.is_oneway else response
+
+    async def _run(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
+        route = self._routes.get(request.code)
+        if route is None:
+            return request.make_response(
+                ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
+            )
+        handler, header_type, is_async = route
+        try:
+            header = header_type.from_ext_fields(request.ext_fields) if header_type else None
+            result = handler(ctx, request, header)
+            if is_async:
+                result = await typing.cast(Awaitable[HandlerResult], result)
+            return typing.cast(HandlerResult, result)
+        except RocketMQError as err:
+            self.errors += 1
+            logger.info(
+                "%s: %s from %s failed: %s", self.name, request_code_name(request.code), ctx.connection, err
+            )
+            return request.make_response(err.response_code, str(err))
+        except Exception as err:
+            self.errors += 1
+            logger.exception(
+                "%s: %s from %s raised", self.name, request_code_name(request.code), ctx.connection
+            )
+            return request.make_response(ResponseCode.SYSTEM_ERROR, f"{type(err).__name__}: {err}")
+
+    def statistics(self) -> dict[str, int]:
+        return {"routes": len(self._routes), "requests": self.requests, "errors": self.errors}
