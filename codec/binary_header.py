@@ -69,7 +69,7 @@ def decode_header(data: bytes | memoryview, body: bytes) -> RemotingCommand:
     pos += 4
     if ext_len < 0 or pos + ext_len > size:
         raise FrameError(f"binary header ext length {ext_len} is out of bounds")
-    ext_fields = _decode_map(view[pos : pos + ext_len]) if ext_len else None
+    ext_fields = _decode_map(bytes(view[pos : pos + ext_len])) if ext_len else None
     return RemotingCommand(
         code,
         language=language,
@@ -83,26 +83,29 @@ def decode_header(data: bytes | memoryview, body: bytes) -> RemotingCommand:
     )
 
 
-def _decode_map(view: memoryview) -> dict[str, str]:
+def _decode_map(area: bytes) -> dict[str, str]:
     fields: dict[str, str] = {}
-    pos, end = 0, len(view)
-    while pos < end:
-        if pos + 2 > end:
-            raise FrameError("binary header map entry truncated")
-        (key_len,) = _SHORT.unpack_from(view, pos)
-        pos += 2
-        if key_len < 0 or pos + key_len + 4 > end:
-            raise FrameError(f"binary header key length {key_len} is out of bounds")
-        key = _text(view[pos : pos + key_len])
-        pos += key_len
-        (val_len,) = _INT.unpack_from(view, pos)
-        pos += 4
-        if val_len < 0 or pos + val_len > end:
-            raise FrameError(f"binary header value length {val_len} is out of bounds")
-        value = _text(view[pos : pos + val_len])
-        pos += val_len
-        if key_len and val_len:
-            fields[key] = value
+    pos, end = 0, len(area)
+    unpack_short, unpack_int = _SHORT.unpack_from, _INT.unpack_from
+    try:
+        while pos < end:
+            if pos + 2 > end:
+                raise FrameError("binary header map entry truncated")
+            (key_len,) = unpack_short(area, pos)
+            pos += 2
+            if key_len < 0 or pos + key_len + 4 > end:
+                raise FrameError(f"binary header key length {key_len} is out of bounds")
+            key = area[pos : pos + key_len].decode()
+            pos += key_len
+            (val_len,) = unpack_int(area, pos)
+            pos += 4
+            if val_len < 0 or pos + val_len > end:
+                raise FrameError(f"binary header value length {val_len} is out of bounds")
+            if key_len and val_len:
+                fields[key] = area[pos : pos + val_len].decode()
+            pos += val_len
+    except UnicodeDecodeError as err:
+        raise FrameError(f"binary header string is not UTF-8: {err}") from err
     return fields
 
 

@@ -49,7 +49,11 @@ def decode_header(data: bytes | memoryview, body: bytes) -> RemotingCommand:
     if ext is not None:
         if not isinstance(ext, dict):
             raise FrameError("extFields is not an object")
-        ext = {str(k): _ext_value(v) for k, v in ext.items() if v is not None}
+        # Java always sends string values; only copy the map when something needs converting.
+        for value in ext.values():
+            if type(value) is not str:
+                ext = {str(k): _ext_value(v) for k, v in ext.items() if v is not None}
+                break
     remark = obj.get("remark")
     return RemotingCommand(
         _int(obj, "code"),
@@ -66,6 +70,8 @@ def decode_header(data: bytes | memoryview, body: bytes) -> RemotingCommand:
 
 def _int(obj: dict[str, Any], key: str) -> int:
     value = obj.get(key, 0)
+    if type(value) is int and _INT32_MIN <= value <= _INT32_MAX:
+        return value
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int | str):
@@ -80,6 +86,8 @@ def _int(obj: dict[str, Any], key: str) -> int:
 
 
 def _language(value: object) -> int:
+    if value == "JAVA":
+        return 0
     if value is None:
         return LanguageCode.JAVA
     if isinstance(value, int) and not isinstance(value, bool):

@@ -74,11 +74,48 @@ def _base_type(annotation: Any) -> type:
     return typing.cast(type, base)
 
 
+Decoder = Callable[[Mapping[str, str]], Any]
+
+
+def _compile_decoder(cls: type[CustomHeader], table: tuple[_Field, ...]) -> Decoder:
+    """Generate ``decode(ext)`` for one header class: straight-line code, no per-field lookups.
+
+    Per-request cost matters here (a send header is decoded for every message): the generated
+    function is several times faster than a generic loop over the field table.
+    """
+    lines = ["def decode(ext):", "    get = ext.get", "    kw = {}"]
+    for i, (attr, key, kind, required) in enumerate(table):
+        lines.append(f"    v = get({key!r})")
+        if required:
+            lines.append(f"    if v is None: raise HeaderError(_missing({key!r}))")
+            indent = "    "
+        else:
+            lines.append("    if v is not None:")
+            indent = "        "
+        if kind is str:
+            lines.append(f"{indent}kw[{attr!r}] = v")
+        else:
+            lines.append(f"{indent}try: kw[{attr!r}] = p{i}(v)")
+            malformed = f"_malformed({key!r}, {kind.__name__!r}, v)"
+            lines.append(f"{indent}except ValueError: raise HeaderError({malformed}) from None")
+    lines.append("    return cls(**kw)")
+    namespace: dict[str, Any] = {
+        "cls": cls,
+        "HeaderError": HeaderError,
+        "_missing": lambda key: f"{cls.__name__}: missing required field {key!r}",
+        "_malformed": lambda key, kind, v: f"{cls.__name__}: field {key!r} is not a {kind}: {v!r}",
+    }
+    namespace.update({f"p{i}": _PARSERS[f.kind] for i, f in enumerate(table)})
+    exec("\n".join(lines), namespace)  # code built from our own class definitions only
+    return typing.cast(Decoder, namespace["decode"])
+
+
 class CustomHeader:
     """Base of every typed header. Subclasses are ``@dataclass(slots=True)`` classes."""
 
     __slots__ = ()
     _fields_table: ClassVar[tuple[_Field, ...] | None] = None
+    _decoder: ClassVar[Decoder | None] = None
 
     @classmethod
     def _table(cls) -> tuple[_Field, ...]:
@@ -96,19 +133,11 @@ class CustomHeader:
     @classmethod
     def from_ext_fields(cls, ext_fields: Mapping[str, str] | None) -> Self:
         """Build the header from a command's ``extFields``; raises :class:`HeaderError`."""
-        ext = ext_fields or {}
-        values: dict[str, Any] = {}
-        for attr, key, kind, required in cls._table():
-            raw = ext.get(key)
-            if raw is None:
-                if required:
-                    raise HeaderError(f"{cls.__name__}: missing required field {key!r}")
-                continue
-            try:
-                values[attr] = _PARSERS[kind](raw)
-            except ValueError as err:
-                raise HeaderError(f"{cls.__name__}: field {key!r} is not a {kind.__name__}: {raw!r}") from err
-        return cls(**values)
+        decoder = cls.__dict__.get("_decoder")
+        if decoder is None:
+            decoder = _compile_decoder(cls, cls._table())
+            cls._decoder = decoder
+        return typing.cast(Self, decoder(ext_fields or {}))
 
     def to_ext_fields(self) -> dict[str, str]:
         """The header as the string map that travels in ``extFields`` (``None`` values left out)."""
@@ -116,7 +145,7 @@ class CustomHeader:
         for attr, key, kind, _required in self._table():
             value = getattr(self, attr)
             if value is not None:
-                out[key] = _FORMATTERS[kind](value)
+                out[key] = value if kind is str else _FORMATTERS[kind](value)
         return out
 
 

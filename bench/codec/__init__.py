@@ -1,0 +1,1 @@
+"""Codec micro-benchmarks: ``python -m bench.codec``."""
