@@ -1,5 +1,6 @@
 # Sourced by scripts/test and scripts/run: creates .venv and installs the project with its
-# dev dependencies when pyproject.toml changed since the last install.
+# dev dependencies when pyproject.toml changed since the last install. With SETUP_JAVA=0 the
+# Java side (scenario runner, reference RocketMQ jars) is skipped: `scripts/run` needs none of it.
 set -euo pipefail
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
@@ -12,7 +13,6 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
-# Java side: the scenario runner jar and the reference Apache RocketMQ jars (compat_tests/).
-if [ -f scripts/setup-java.sh ]; then
+if [ "${SETUP_JAVA:-1}" = 1 ] && [ -f scripts/setup-java.sh ]; then
   bash scripts/setup-java.sh
 fi
