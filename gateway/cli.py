@@ -154,8 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         trio.run(run_apps, apps)
     except* OSError as group:
-        for err in group.exceptions:
-            logger.error("cannot start: %s", err)
+        for exc in group.exceptions:
+            logger.error("cannot start: %s", exc)
         status = 1
     return status
 

@@ -1,0 +1,145 @@
+"""Producer and consumer registrations from heartbeats, and their expiry.
+
+Mirrors ``ProducerManager``, ``ConsumerManager``, ``ConsumerGroupInfo`` and
+``ClientHousekeepingService``: a channel is a client connection (``gateway.dispatch.ConnectionInfo``)
+registered under a group by HEART_BEAT, refreshed by every heartbeat, dropped by
+UNREGISTER_CLIENT, by its connection closing, or after ``channelExpiredTimeout`` of silence.
+Membership and subscription changes are reported to the caller, which notifies the group's
+consumers (NOTIFY_CONSUMER_IDS_CHANGED) unless the group is broadcasting.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from codec.bodies.heartbeat import BROADCASTING, ConsumerData, SubscriptionData
+from gateway.dispatch import ConnectionInfo
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class ClientChannel:
+    """``ClientChannelInfo``: one registered connection."""
+
+    connection: ConnectionInfo
+    client_id: str
+    language: int
+    version: int
+    last_update_ms: int
+
+
+@dataclass(slots=True)
+class ConsumerGroupInfo:
+    group: str
+    consume_type: str = ""
+    message_model: str = ""
+    consume_from_where: str = ""
+    channels: dict[int, ClientChannel] = field(default_factory=dict)  # by connection id
+    subscriptions: dict[str, SubscriptionData] = field(default_factory=dict)  # by topic
+    last_update_ms: int = 0
+
+    @property
+    def is_broadcasting(self) -> bool:
+        return self.message_model == BROADCASTING
+
+    def client_ids(self) -> list[str]:
+        return [c.client_id for c in self.channels.values()]
+
+
+class ClientManager:
+    """Producer and consumer groups, keyed by group name."""
+
+    def __init__(self, channel_expired_timeout_ms: int = 120_000) -> None:
+        self.channel_expired_timeout_ms = channel_expired_timeout_ms
+        self.producers: dict[str, dict[int, ClientChannel]] = {}
+        self.consumers: dict[str, ConsumerGroupInfo] = {}
+
+    def register_producer(self, group: str, channel: ClientChannel) -> None:
+        self.producers.setdefault(group, {})[channel.connection.id] = channel
+
+    def register_consumer(
+        self, data: ConsumerData, channel: ClientChannel, *, keep_subscriptions: bool = False
+    ) -> bool:
+        """Register or refresh a consumer; True when the group's members or subscriptions changed."""
+        info = self.consumers.get(data.group_name)
+        if info is None:
+            info = self.consumers[data.group_name] = ConsumerGroupInfo(data.group_name)
+        info.consume_type = data.consume_type
+        info.message_model = data.message_model
+        info.consume_from_where = data.consume_from_where
+        info.last_update_ms = channel.last_update_ms
+        changed = channel.connection.id not in info.channels
+        info.channels[channel.connection.id] = channel
+        if not keep_subscriptions:
+            new = {s.topic: s for s in data.subscription_data_set}
+            old = info.subscriptions
+            if set(new) != set(old) or any(new[t].sub_string != old[t].sub_string for t in new):
+                changed = True
+            # Keep the newer subVersion of an unchanged subscription, as Java does.
+            info.subscriptions = {
+                t: (
+                    old[t]
+                    if t in old and old[t].sub_version >= s.sub_version and old[t].sub_string == s.sub_string
+                    else s
+                )
+                for t, s in new.items()
+            }
+        return changed
+
+    def unregister_producer(self, group: str, conn_id: int) -> None:
+        channels = self.producers.get(group)
+        if channels is not None:
+            channels.pop(conn_id, None)
+            if not channels:
+                del self.producers[group]
+
+    def unregister_consumer(self, group: str, conn_id: int) -> bool:
+        """Remove a consumer channel; True when it was a member (the group changed)."""
+        info = self.consumers.get(group)
+        if info is None or info.channels.pop(conn_id, None) is None:
+            return False
+        if not info.channels:
+            del self.consumers[group]
+        return True
+
+    def remove_connection(self, conn_id: int) -> list[str]:
+        """Drop every registration of a closed connection; returns the consumer groups that changed."""
+        for group in list(self.producers):
+            self.unregister_producer(group, conn_id)
+        return [g for g in list(self.consumers) if self.unregister_consumer(g, conn_id)]
+
+    def expire(self, now_ms: int) -> tuple[list[ConnectionInfo], list[str]]:
+        """Drop channels silent for longer than the timeout: (their connections, groups changed)."""
+        deadline = now_ms - self.channel_expired_timeout_ms
+        stale: dict[int, ConnectionInfo] = {}
+        for channels in self.producers.values():
+            stale.update({cid: ch.connection for cid, ch in channels.items() if ch.last_update_ms < deadline})
+        for info in self.consumers.values():
+            stale.update(
+                {cid: ch.connection for cid, ch in info.channels.items() if ch.last_update_ms < deadline}
+            )
+        changed: list[str] = []
+        for conn_id in stale:
+            changed += self.remove_connection(conn_id)
+        if stale:
+            logger.info(
+                "expired %d client channel(s) silent for %d ms", len(stale), self.channel_expired_timeout_ms
+            )
+        return list(stale.values()), changed
+
+    def find_producer_channel(self, group: str) -> ClientChannel | None:
+        """Any live channel of a producer group (transaction checks)."""
+        channels = self.producers.get(group)
+        return next(iter(channels.values()), None) if channels else None
+
+    def groups_subscribing(self, topic: str) -> list[str]:
+        return [g for g, info in self.consumers.items() if topic in info.subscriptions]
+
+    def statistics(self) -> dict[str, int]:
+        return {
+            "producer_groups": len(self.producers),
+            "consumer_groups": len(self.consumers),
+            "consumer_channels": sum(len(i.channels) for i in self.consumers.values()),
+        }

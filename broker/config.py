@@ -1,0 +1,93 @@
+"""``BrokerConfig``: the broker's settings, keyed as in RocketMQ's ``broker.conf``.
+
+Mirrors the parts of ``org.apache.rocketmq.common.BrokerConfig`` (and ``NettyServerConfig``'s
+``listenPort``) that this broker implements. Store settings (``storePathRootDir``,
+``flushDiskType``, ``mappedFileSizeCommitLog``, ``maxMessageSize`` …) live in the store's config;
+:meth:`BrokerConfig.from_properties` keeps the keys it does not know in ``extra`` for it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping
+
+from codec.config_fields import apply_properties, to_properties
+
+logger = logging.getLogger(__name__)
+
+MESSAGE_DELAY_LEVEL = (
+    "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"  # MessageStoreConfig default
+)
+
+
+@dataclasses.dataclass(slots=True)
+class BrokerConfig:
+    broker_cluster_name: str = "DefaultCluster"
+    broker_name: str = "broker-a"
+    broker_id: int = 0  # 0 = master
+    broker_ip1: str = "127.0.0.1"  # advertised address: registered, and written into records' store host
+    broker_ip2: str = "127.0.0.1"
+    listen_port: int = 10911
+    ha_listen_port: int = 10912
+    namesrv_addr: str = ""  # ';'-separated
+    store_path_root_dir: str = "./data"
+    broker_permission: int = 6
+    default_topic_queue_nums: int = 8
+    auto_create_topic_enable: bool = True
+    cluster_topic_enable: bool = True
+    broker_topic_enable: bool = True
+    trace_topic_enable: bool = False
+    auto_create_subscription_group: bool = True
+    region_id: str = "DefaultRegion"
+    trace_on: bool = True
+    reject_transaction_message: bool = False
+    long_polling_enable: bool = True
+    short_polling_time_mills: int = 1000
+    notify_consumer_ids_changed_enable: bool = True
+    enable_property_filter: bool = False
+    lite_pull_message_enable: bool = True
+    register_name_server_period: int = 30000  # ms, clamped to 10 s .. 60 s as Java does
+    register_broker_timeout_mills: int = 24000
+    channel_expired_timeout: int = 120000  # ms without a heartbeat before a client channel is dropped
+    flush_consumer_offset_interval: int = 5000  # ms
+    transaction_timeout: int = 6000  # ms before a half message is first checked
+    transaction_check_max: int = 15
+    transaction_check_interval: int = 30000  # ms
+    message_delay_level: str = MESSAGE_DELAY_LEVEL
+    max_message_size: int = 4 * 1024 * 1024  # MessageStoreConfig.maxMessageSize
+    default_query_max_num: int = 32
+    extra: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> BrokerConfig:
+        """Build from ``broker.conf`` keys; raises ``ValueError`` for a malformed value."""
+        config = cls()
+        config.extra = apply_properties(config, props)
+        return config
+
+    @property
+    def broker_addr(self) -> str:
+        """``brokerIP1:listenPort``, what clients connect to and what records name as store host."""
+        return f"{self.broker_ip1}:{self.listen_port}"
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+
+    def delay_levels_ms(self) -> list[int]:
+        """Delay per level (level 1 is index 0) from ``messageDelayLevel``; raises ``ValueError``."""
+        units = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+        levels = []
+        for item in self.message_delay_level.split():
+            number, unit = item[:-1], item[-1]
+            if unit not in units or not number.isdigit():
+                raise ValueError(f"messageDelayLevel: bad level {item!r}")
+            levels.append(int(number) * units[unit])
+        return levels
+
+    def to_properties(self) -> dict[str, str]:
+        props = to_properties(self, {"broker_ip1": "brokerIP1", "broker_ip2": "brokerIP2"})
+        props.pop("extra", None)
+        props.update(self.extra)
+        return props

@@ -1,0 +1,235 @@
+"""The broker's topics: system topics, auto-creation, retry/DLQ topics, persistence (topics.json).
+
+Mirrors ``org.apache.rocketmq.broker.topic.TopicConfigManager`` and ``TopicValidator``.
+Every change bumps the :class:`DataVersion` and calls ``on_change`` with the changed topics, so
+the broker can persist ``topics.json`` and send an incremental registration to the NameServers.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from broker.config import BrokerConfig
+from codec.bodies.register import PERM_INHERIT, PERM_READ, PERM_WRITE, DataVersion, TopicConfig
+from codec.errors import RocketMQError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TOPIC = "TBW102"  # TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
+SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
+OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
+BENCHMARK_TOPIC = "BenchmarkTest"
+TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+
+#: Topics a producer may not send to (SendMessageProcessor / TopicValidator.isNotAllowedSendTopic).
+NOT_ALLOWED_SEND_TOPICS = frozenset(
+    {
+        SCHEDULE_TOPIC,
+        TRANS_HALF_TOPIC,
+        TRANS_OP_HALF_TOPIC,
+        TRANS_CHECK_MAX_TIME_TOPIC,
+        SELF_TEST_TOPIC,
+        OFFSET_MOVED_EVENT,
+    }
+)
+
+_VALID_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+TOPIC_MAX_LENGTH = 127
+RETRY_OR_DLQ_TOPIC_MAX_LENGTH = 255
+GROUP_MAX_LENGTH = 120
+
+
+class TopicValidationError(RocketMQError):
+    response_code = 29  # ResponseCode.INVALID_PARAMETER
+
+
+def validate_topic(topic: str) -> None:
+    """Raise :class:`TopicValidationError` for a name Java's ``TopicValidator`` refuses."""
+    if not topic or not topic.strip():
+        raise TopicValidationError("The specified topic is blank.")
+    if not _VALID_NAME.match(topic):
+        raise TopicValidationError(
+            f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+        )
+    limit = (
+        RETRY_OR_DLQ_TOPIC_MAX_LENGTH
+        if topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX))
+        else TOPIC_MAX_LENGTH
+    )
+    if len(topic) > limit:
+        raise TopicValidationError(f"The specified topic is longer than topic max length {limit}.")
+
+
+def is_valid_group(group: str) -> bool:
+    return bool(group) and len(group) <= GROUP_MAX_LENGTH and bool(_VALID_NAME.match(group))
+
+
+def retry_topic(group: str) -> str:
+    return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def dlq_topic(group: str) -> str:
+    return DLQ_GROUP_TOPIC_PREFIX + group
+
+
+def is_system_topic(topic: str) -> bool:
+    return (
+        topic in NOT_ALLOWED_SEND_TOPICS
+        or topic.startswith(SYSTEM_TOPIC_PREFIX)
+        or topic
+        in (
+            DEFAULT_TOPIC,
+            BENCHMARK_TOPIC,
+            TRACE_TOPIC,
+        )
+    )
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class TopicConfigManager:
+    """The topic table; see the module docstring."""
+
+    def __init__(
+        self, config: BrokerConfig, on_change: Callable[[list[TopicConfig]], None] | None = None
+    ) -> None:
+        self.config = config
+        self.table: dict[str, TopicConfig] = {}
+        self.data_version = DataVersion(timestamp=_now_ms())
+        self.on_change = on_change
+        self._init_system_topics()
+
+    def _init_system_topics(self) -> None:
+        c = self.config
+        rw = PERM_READ | PERM_WRITE
+        system = [
+            TopicConfig(SELF_TEST_TOPIC, 1, 1, rw),
+            TopicConfig(BENCHMARK_TOPIC, 1024, 1024, rw),
+            TopicConfig(c.broker_cluster_name, 16, 16, PERM_INHERIT | (rw if c.cluster_topic_enable else 0)),
+            TopicConfig(c.broker_name, 1, 1, PERM_INHERIT | (rw if c.broker_topic_enable else 0)),
+            TopicConfig(OFFSET_MOVED_EVENT, 1, 1, rw),
+            TopicConfig(SCHEDULE_TOPIC, 18, 18, rw),
+            TopicConfig(f"{c.broker_cluster_name}_REPLY_TOPIC", 1, 1, rw),
+            TopicConfig(TRANS_HALF_TOPIC, 1, 1, rw),
+            TopicConfig(TRANS_OP_HALF_TOPIC, 1, 1, rw),
+        ]
+        if c.auto_create_topic_enable:
+            n = c.default_topic_queue_nums
+            system.append(TopicConfig(DEFAULT_TOPIC, n, n, PERM_INHERIT | rw))
+        if c.trace_topic_enable:
+            system.append(TopicConfig(TRACE_TOPIC, 1, 1, rw))
+        for topic in system:
+            self.table[topic.topic_name] = topic
+
+    # -- persistence -----------------------------------------------------------------------------
+
+    def to_obj(self) -> dict[str, Any]:
+        """The topics.json document (``TopicConfigSerializeWrapper``)."""
+        return {
+            "dataVersion": self.data_version.to_obj(),
+            "topicConfigTable": {name: t.to_obj() for name, t in self.table.items()},
+        }
+
+    def load_obj(self, obj: Any) -> None:
+        """Merge a topics.json document over the system topics; raises ``BodyError`` if malformed."""
+        if not isinstance(obj, dict):
+            return
+        for name, raw in (obj.get("topicConfigTable") or {}).items():
+            self.table[str(name)] = TopicConfig.from_obj(raw)
+        if isinstance(obj.get("dataVersion"), dict):
+            self.data_version = DataVersion.from_obj(obj["dataVersion"])
+        if not self.config.auto_create_topic_enable and DEFAULT_TOPIC in self.table:
+            self.table[DEFAULT_TOPIC].perm &= ~PERM_INHERIT
+
+    # -- queries ---------------------------------------------------------------------------------
+
+    def select(self, topic: str) -> TopicConfig | None:
+        return self.table.get(topic)
+
+    def is_order_topic(self, topic: str) -> bool:
+        config = self.table.get(topic)
+        return bool(config and config.order)
+
+    # -- changes ---------------------------------------------------------------------------------
+
+    def _changed(self, topics: Iterable[TopicConfig]) -> None:
+        self.data_version = DataVersion(
+            self.data_version.state_version, _now_ms(), self.data_version.counter + 1
+        )
+        if self.on_change is not None:
+            self.on_change(list(topics))
+
+    def update(self, topic: TopicConfig) -> None:
+        """Create or replace a topic (admin UPDATE_AND_CREATE_TOPIC)."""
+        self.table[topic.topic_name] = topic
+        logger.info("topic config updated: %s", topic)
+        self._changed([topic])
+
+    def delete(self, topic: str) -> bool:
+        removed = self.table.pop(topic, None)
+        if removed is not None:
+            logger.info("topic deleted: %s", topic)
+            self._changed([])
+        return removed is not None
+
+    def create_in_send(
+        self, topic: str, default_topic: str, queue_nums: int, topic_sys_flag: int
+    ) -> TopicConfig | None:
+        """Auto-create ``topic`` from ``default_topic`` (``createTopicInSendMessageMethod``).
+
+        Only when the template exists and carries the INHERIT bit; queues =
+        min(requested, template write queues), perm = template perm without INHERIT.
+        """
+        existing = self.table.get(topic)
+        if existing is not None:
+            return existing
+        template = self.table.get(default_topic)
+        if template is None or not template.perm & PERM_INHERIT:
+            return None
+        if default_topic == DEFAULT_TOPIC and not self.config.auto_create_topic_enable:
+            return None
+        queues = max(1, min(queue_nums, template.write_queue_nums))
+        created = TopicConfig(
+            topic,
+            queues,
+            queues,
+            template.perm & ~PERM_INHERIT,
+            template.topic_filter_type,
+            topic_sys_flag,
+        )
+        self.table[topic] = created
+        logger.info("auto-created topic %s from %s: %s", topic, default_topic, created)
+        self._changed([created])
+        return created
+
+    def create_if_absent(
+        self, topic: str, queue_nums: int, perm: int, topic_sys_flag: int = 0, order: bool = False
+    ) -> TopicConfig:
+        """Create a broker-owned topic (retry, DLQ, ...) if missing.
+
+        Mirrors ``createTopicInSendMessageBackMethod``.
+        """
+        existing = self.table.get(topic)
+        if existing is not None:
+            return existing
+        created = TopicConfig(topic, queue_nums, queue_nums, perm, topic_sys_flag=topic_sys_flag, order=order)
+        self.table[topic] = created
+        logger.info("created topic %s", created)
+        self._changed([created])
+        return created
+
+    def statistics(self) -> dict[str, int]:
+        return {"topics": len(self.table), "data_version": self.data_version.counter}
