@@ -103,6 +103,7 @@ def build_apps(args: argparse.Namespace) -> list[App]:
         )
     if args.command in ("broker", "standalone"):
         from broker.app import BrokerApp
+
         from broker.config import BrokerConfig
 
         if args.command == "standalone":

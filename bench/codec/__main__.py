@@ -118,7 +118,9 @@ def main() -> None:
 
     def encode_pull_response() -> bytes:
         header = {"suggestWhichBrokerId": "0", "nextBeginOffset": "32", "minOffset": "0", "maxOffset": "100"}
-        return encode_frame(pull_request.make_response(ResponseCode.SUCCESS, header=header, body=b"".join(records)))
+        return encode_frame(
+            pull_request.make_response(ResponseCode.SUCCESS, header=header, body=b"".join(records))
+        )
 
     rows.append(("encode pull response, 32 x 1 KiB messages", measure(encode_pull_response, quick)))
 
@@ -130,7 +132,10 @@ def main() -> None:
         ("parse send header JSON: json (stdlib)", lambda: json.loads(header_json)),
         ("parse send header JSON: orjson", lambda: orjson.loads(header_json)),
         ("parse send header JSON: msgspec", lambda: decoder.decode(header_json)),
-        ("write send header JSON: json (stdlib)", lambda: json.dumps(header_obj, separators=(",", ":")).encode()),
+        (
+            "write send header JSON: json (stdlib)",
+            lambda: json.dumps(header_obj, separators=(",", ":")).encode(),
+        ),
         ("write send header JSON: orjson", lambda: orjson.dumps(header_obj)),
         ("write send header JSON: msgspec", lambda: encoder.encode(header_obj)),
     ]

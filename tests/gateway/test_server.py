@@ -273,7 +273,7 @@ async def test_graceful_shutdown_answers_in_flight_requests() -> None:
             assert result[0].remark == "slept"
         with trio.fail_after(5):
             await server.wait_closed()
-    with pytest.raises(OSError, match="(?i)connect|refused"):
+    with pytest.raises(OSError, match=r"(?i)connect|refused"):
         await trio.open_tcp_stream("127.0.0.1", port)
 
 
