@@ -72,6 +72,7 @@ class Connection:
         self._draining = False
         self._drained = trio.Event()
         self._closed = False
+        self._closed_event = trio.Event()
         self.frames_in = 0
         self.frames_out = 0
 
@@ -95,12 +96,21 @@ class Connection:
                 await self._send.aclose()
         finally:
             self._closed = True
+            self._closed_event.set()
             for pending in self._pending.values():
                 pending.event.set()
             self._pending.clear()
             with trio.move_on_after(1) as scope:
                 scope.shield = True
                 await trio.aclose_forcefully(self.stream)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    async def wait_closed(self) -> None:
+        """Return once the connection has closed."""
+        await self._closed_event.wait()
 
     def stop_reading(self) -> None:
         """Graceful close: take no new requests, answer the ones in flight, then close."""
