@@ -26,6 +26,7 @@ from codec.headers.namesrv import RegisterBrokerRequestHeader
 from gateway.client import connect
 from gateway.dispatch import Dispatcher, RequestContext
 from gateway.server import RemotingServer, ServerConfig
+from tests.helpers import wait_until
 
 
 class FakeNamesrv:
@@ -108,13 +109,13 @@ async def test_heartbeat_registers_consumer_and_creates_retry_topic() -> None:
         assert resp.code == ResponseCode.SUCCESS
         assert resp.ext_fields == {"IS_SUPPORT_HEART_BEAT_V2": "false", "IS_SUB_CHANGE": "true"}
         assert "%RETRY%cg1" in app.controller.topics.table
-        with trio.fail_after(5):
-            while not any(
-                "%RETRY%cg1" in b.topic_config_serialize_wrapper.topic_config_table
-                and len(b.topic_config_serialize_wrapper.topic_config_table) == 1
+        await wait_until(
+            lambda: any(
+                list(b.topic_config_serialize_wrapper.topic_config_table) == ["%RETRY%cg1"]
                 for _, b in namesrv.registrations
-            ):
-                await trio.sleep(0.02)
+            ),
+            5,
+        )
         req = RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "cg1"})
         resp = await conn.invoke(req, timeout_s=3)
         assert ConsumerListBody.decode(resp.body).consumer_id_list == ["10.0.0.1@c1"]
@@ -142,9 +143,7 @@ async def test_second_consumer_triggers_notify_and_disconnect_removes_it() -> No
                 with trio.fail_after(3):
                     await notified.wait()
                 assert sorted(app.controller.clients.consumers["cg1"].client_ids()) == ["c1", "c2"]
-            with trio.fail_after(3):
-                while len(app.controller.clients.consumers["cg1"].channels) != 1:
-                    await trio.sleep(0.02)
+            await wait_until(lambda: len(app.controller.clients.consumers["cg1"].channels) == 1, 3)
             resp = await first.invoke(
                 RemotingCommand.request(
                     RequestCode.UNREGISTER_CLIENT, {"clientID": "c1", "consumerGroup": "cg1"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -19,6 +19,7 @@ from gateway.client import connect
 from gateway.connection import PeerClosedError, PeerTimeoutError
 from gateway.dispatch import Dispatcher, RequestContext
 from gateway.server import RemotingServer, ServerConfig
+from tests.helpers import wait_until
 
 ECHO = 9001
 SLOW = 9002
@@ -70,12 +71,6 @@ async def running_server(**overrides: Any) -> AsyncIterator[RemotingServer]:
             yield server
         finally:
             nursery.cancel_scope.cancel()
-
-
-async def wait_until(predicate: Callable[[], object], seconds: float) -> None:
-    with trio.fail_after(seconds):
-        while not predicate():  # noqa: ASYNC110 - polling a plain attribute of the server
-            await trio.sleep(0.01)
 
 
 def addr(server: RemotingServer) -> str:
