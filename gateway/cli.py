@@ -32,6 +32,7 @@ logger = logging.getLogger("rmq-gateway")
 DEFAULT_NAMESRV_PORT = 9876
 DEFAULT_BROKER_PORT = 10911
 STOP_TIMEOUT_S = 15.0
+STANDALONE_NAMESRV = "<standalone>"
 
 
 class App(Protocol):
@@ -103,12 +104,10 @@ def build_apps(args: argparse.Namespace) -> list[App]:
         )
     if args.command in ("broker", "standalone"):
         from broker.app import BrokerApp
-
         from broker.config import BrokerConfig
 
         if args.command == "standalone":
-            host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
-            namesrv_addr = f"{host}:{args.namesrv_port}"
+            namesrv_addr = STANDALONE_NAMESRV  # filled in with the address the NameServer binds
         else:
             namesrv_addr = (
                 args.namesrv_addr or os.environ.get("NAMESRV_ADDR") or f"127.0.0.1:{DEFAULT_NAMESRV_PORT}"
@@ -126,9 +125,15 @@ async def run_apps(apps: Sequence[App]) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
             addresses = []
+            namesrv_addr = None
             for app in apps:
+                config = getattr(app, "config", None)
+                if namesrv_addr and getattr(config, "namesrv_addr", None) == STANDALONE_NAMESRV:
+                    config.namesrv_addr = namesrv_addr  # type: ignore[union-attr]
                 server = await nursery.start(app.run)
                 addresses.append(f"{app.name}={','.join(server.addresses)}")
+                if app.name == "namesrv":
+                    namesrv_addr = _loopback_if_wildcard(server.addresses[0])
             logger.info("ready: %s", " ".join(addresses))
             async for signum in signals:
                 logger.info("received %s, shutting down", signal.Signals(signum).name)
@@ -137,6 +142,11 @@ async def run_apps(apps: Sequence[App]) -> None:
                 app.shutdown()
             nursery.cancel_scope.deadline = trio.current_time() + STOP_TIMEOUT_S
     logger.info("stopped")
+
+
+def _loopback_if_wildcard(address: str) -> str:
+    host, _, port = address.rpartition(":")
+    return f"127.0.0.1:{port}" if host in ("0.0.0.0", "[::]") else address
 
 
 def main(argv: Sequence[str] | None = None) -> int:
