@@ -1,0 +1,189 @@
+"""NameServer request handlers (mirrors ``DefaultRequestProcessor`` and ``ClientRequestProcessor``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from codec.bodies.register import RegisterBrokerBody
+from codec.bodies.route import KVTable, TopicList
+from codec.codes import RequestCode, ResponseCode
+from codec.command import RemotingCommand
+from codec.config_fields import apply_properties
+from codec.hashing import body_crc32
+from codec.headers import namesrv as h
+from codec.headers.base import EmptyHeader
+from gateway.dispatch import Dispatcher, RequestContext
+from gateway.properties import format_properties, parse_properties
+from namesrv.config import NamesrvConfig
+from namesrv.kv_config import KVConfigManager
+from namesrv.route_info import RouteInfo
+
+logger = logging.getLogger(__name__)
+
+ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
+CONFIG_BLACK_LIST = frozenset({"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"})
+FAQ = "See http://rocketmq.apache.org/docs/faq/ for further details."
+
+
+class NamesrvProcessor:
+    def __init__(
+        self, config: NamesrvConfig, routes: RouteInfo, kv: KVConfigManager, now_ms: Callable[[], int]
+    ) -> None:
+        self.config = config
+        self.routes = routes
+        self.kv = kv
+        self.now_ms = now_ms
+
+    def register(self, d: Dispatcher) -> None:
+        d.register(RequestCode.REGISTER_BROKER, self.register_broker, h.RegisterBrokerRequestHeader)
+        d.register(RequestCode.UNREGISTER_BROKER, self.unregister_broker, h.UnregisterBrokerRequestHeader)
+        d.register(RequestCode.GET_ROUTEINFO_BY_TOPIC, self.route_by_topic, h.GetRouteInfoRequestHeader)
+        d.register(RequestCode.GET_BROKER_CLUSTER_INFO, self.cluster_info, EmptyHeader)
+        d.register(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, self.all_topics, EmptyHeader)
+        d.register(
+            RequestCode.GET_TOPICS_BY_CLUSTER, self.topics_by_cluster, h.GetTopicsByClusterRequestHeader
+        )
+        d.register(
+            RequestCode.DELETE_TOPIC_IN_NAMESRV, self.delete_topic, h.DeleteTopicFromNamesrvRequestHeader
+        )
+        d.register(RequestCode.PUT_KV_CONFIG, self.put_kv, h.PutKVConfigRequestHeader)
+        d.register(RequestCode.GET_KV_CONFIG, self.get_kv, h.KVConfigKeyRequestHeader)
+        d.register(RequestCode.DELETE_KV_CONFIG, self.delete_kv, h.KVConfigKeyRequestHeader)
+        d.register(RequestCode.GET_KVLIST_BY_NAMESPACE, self.kv_list, h.GetKVListByNamespaceRequestHeader)
+        d.register(RequestCode.WIPE_WRITE_PERM_OF_BROKER, self.wipe_write_perm, h.BrokerNameRequestHeader)
+        d.register(RequestCode.ADD_WRITE_PERM_OF_BROKER, self.add_write_perm, h.BrokerNameRequestHeader)
+        d.register(RequestCode.UPDATE_NAMESRV_CONFIG, self.update_config, EmptyHeader)
+        d.register(RequestCode.GET_NAMESRV_CONFIG, self.get_config, EmptyHeader)
+
+    def register_broker(
+        self, ctx: RequestContext, req: RemotingCommand, hd: h.RegisterBrokerRequestHeader
+    ) -> RemotingCommand:
+        if hd.body_crc32 and hd.body_crc32 != body_crc32(req.body):
+            return req.make_response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
+        if hd.compressed:
+            body = RegisterBrokerBody.decode_compressed(req.body, req.version)
+        else:
+            body = RegisterBrokerBody.decode(req.body) if req.body else RegisterBrokerBody()
+        wrapper = body.topic_config_serialize_wrapper
+        ha_addr, master_addr = self.routes.register_broker(
+            hd.cluster_name,
+            hd.broker_addr,
+            hd.broker_name,
+            hd.broker_id,
+            hd.ha_server_addr,
+            wrapper.topic_config_table,
+            wrapper.data_version,
+            self.now_ms(),
+            ctx.connection.id,
+            hd.heartbeat_timeout_millis or self.config.broker_channel_expired_time,
+        )
+        resp_body = b""
+        if self.config.return_order_topic_config_to_broker:
+            order = self.kv.namespace(ORDER_TOPIC_CONFIG)
+            if order:
+                resp_body = KVTable(order).encode()
+        header = h.RegisterBrokerResponseHeader(ha_server_addr=ha_addr, master_addr=master_addr)
+        return req.make_response(ResponseCode.SUCCESS, header=header, body=resp_body)
+
+    def unregister_broker(
+        self, ctx: RequestContext, req: RemotingCommand, hd: h.UnregisterBrokerRequestHeader
+    ) -> RemotingCommand:
+        self.routes.unregister_broker(hd.cluster_name, hd.broker_addr, hd.broker_name, hd.broker_id)
+        return req.make_response(ResponseCode.SUCCESS)
+
+    def route_by_topic(
+        self, ctx: RequestContext, req: RemotingCommand, hd: h.GetRouteInfoRequestHeader
+    ) -> RemotingCommand:
+        route = self.routes.route(hd.topic)
+        if route is None:
+            return req.make_response(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"No topic route info in name server for the topic: {hd.topic}\n{FAQ}",
+            )
+        if self.config.order_message_enable:
+            route.order_topic_conf = self.kv.get(ORDER_TOPIC_CONFIG, hd.topic)
+        return req.make_response(ResponseCode.SUCCESS, body=route.encode())
+
+    def cluster_info(self, ctx: RequestContext, req: RemotingCommand, _: Any) -> RemotingCommand:
+        return req.make_response(ResponseCode.SUCCESS, body=self.routes.cluster_info().encode())
+
+    def all_topics(self, ctx: RequestContext, req: RemotingCommand, _: Any) -> RemotingCommand:
+        if not self.config.enable_all_topic_list:
+            return req.make_response(ResponseCode.SYSTEM_ERROR, "disable")
+        return req.make_response(ResponseCode.SUCCESS, body=TopicList(self.routes.topics()).encode())
+
+    def topics_by_cluster(
+        self, ctx: RequestContext, req: RemotingCommand, hd: h.GetTopicsByClusterRequestHeader
+    ) -> RemotingCommand:
+        if not self.config.enable_topic_list:
+            return req.make_response(ResponseCode.SYSTEM_ERROR, "disable")
+        return req.make_response(
+            ResponseCode.SUCCESS, body=TopicList(self.routes.topics(hd.cluster)).encode()
+        )
+
+    def delete_topic(
+        self, ctx: RequestContext, req: RemotingCommand, hd: h.DeleteTopicFromNamesrvRequestHeader
+    ) -> RemotingCommand:
+        self.routes.delete_topic(hd.topic, hd.cluster_name)
+        return req.make_response(ResponseCode.SUCCESS)
+
+    def put_kv(
+        self, ctx: RequestContext, req: RemotingCommand, hd: h.PutKVConfigRequestHeader
+    ) -> RemotingCommand:
+        self.kv.put(hd.namespace, hd.key, hd.value)
+        return req.make_response(ResponseCode.SUCCESS)
+
+    def get_kv(
+        self, ctx: RequestContext, req: RemotingCommand, hd: h.KVConfigKeyRequestHeader
+    ) -> RemotingCommand:
+        value = self.kv.get(hd.namespace, hd.key)
+        if value is None:
+            return req.make_response(
+                ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {hd.namespace} Key: {hd.key}"
+            )
+        return req.make_response(ResponseCode.SUCCESS, header=h.GetKVConfigResponseHeader(value))
+
+    def delete_kv(
+        self, ctx: RequestContext, req: RemotingCommand, hd: h.KVConfigKeyRequestHeader
+    ) -> RemotingCommand:
+        self.kv.delete(hd.namespace, hd.key)
+        return req.make_response(ResponseCode.SUCCESS)
+
+    def kv_list(
+        self, ctx: RequestContext, req: RemotingCommand, hd: h.GetKVListByNamespaceRequestHeader
+    ) -> RemotingCommand:
+        table = self.kv.namespace(hd.namespace)
+        if not table:
+            return req.make_response(
+                ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {hd.namespace}"
+            )
+        return req.make_response(ResponseCode.SUCCESS, body=KVTable(table).encode())
+
+    def wipe_write_perm(
+        self, ctx: RequestContext, req: RemotingCommand, hd: h.BrokerNameRequestHeader
+    ) -> RemotingCommand:
+        count = self.routes.change_write_perm(hd.broker_name, wipe=True)
+        return req.make_response(ResponseCode.SUCCESS, header=h.WipeWritePermOfBrokerResponseHeader(count))
+
+    def add_write_perm(
+        self, ctx: RequestContext, req: RemotingCommand, hd: h.BrokerNameRequestHeader
+    ) -> RemotingCommand:
+        count = self.routes.change_write_perm(hd.broker_name, wipe=False)
+        return req.make_response(ResponseCode.SUCCESS, header=h.AddWritePermOfBrokerResponseHeader(count))
+
+    def update_config(self, ctx: RequestContext, req: RemotingCommand, _: Any) -> RemotingCommand:
+        props = parse_properties(req.body.decode("utf-8", "replace"))
+        refused = CONFIG_BLACK_LIST & set(props)
+        if refused:
+            return req.make_response(
+                ResponseCode.NO_PERMISSION, f"Can not update config in black list: {sorted(refused)}"
+            )
+        self.config.extra.update(apply_properties(self.config, props))
+        return req.make_response(ResponseCode.SUCCESS)
+
+    def get_config(self, ctx: RequestContext, req: RemotingCommand, _: Any) -> RemotingCommand:
+        return req.make_response(
+            ResponseCode.SUCCESS, body=format_properties(self.config.to_properties()).encode()
+        )
