@@ -26,22 +26,24 @@ def test_help_documents_every_command() -> None:
 
 async def test_standalone_starts_serves_and_stops(tmp_path: Path) -> None:
     env = {**os.environ, "HOME": str(tmp_path)}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gateway.cli",
-            "standalone",
-            "--namesrv-port",
-            "0",
-            "--broker-port",
-            "0",
-            "--store",
-            str(tmp_path / "data"),
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
+    proc = await trio.to_thread.run_sync(
+        lambda: subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gateway.cli",
+                "standalone",
+                "--namesrv-port",
+                "0",
+                "--broker-port",
+                "0",
+                "--store",
+                str(tmp_path / "data"),
+            ],
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
     )
     try:
         assert proc.stderr is not None
