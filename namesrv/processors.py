@@ -6,8 +6,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from codec.bodies.register import RegisterBrokerBody
-from codec.bodies.route import KVTable, TopicList
+from codec import fastjson
+from codec.bodies.register import DataVersion, RegisterBrokerBody
+from codec.bodies.route import KVTable, TopicList, TopicRouteData
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.config_fields import apply_properties
@@ -24,6 +25,12 @@ logger = logging.getLogger(__name__)
 
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 CONFIG_BLACK_LIST = frozenset({"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"})
+# TopicSysFlag bits: unit topic (0x1) and "has unit subscription" (0x2).
+UNIT_LISTS = {
+    RequestCode.GET_UNIT_TOPIC_LIST: lambda f: bool(f & 0x1),
+    RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST: lambda f: bool(f & 0x2),
+    RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: lambda f: bool(f & 0x2) and not f & 0x1,
+}
 FAQ = "See http://rocketmq.apache.org/docs/faq/ for further details."
 
 
@@ -54,6 +61,15 @@ class NamesrvProcessor:
         d.register(RequestCode.GET_KVLIST_BY_NAMESPACE, self.kv_list, h.GetKVListByNamespaceRequestHeader)
         d.register(RequestCode.WIPE_WRITE_PERM_OF_BROKER, self.wipe_write_perm, h.BrokerNameRequestHeader)
         d.register(RequestCode.ADD_WRITE_PERM_OF_BROKER, self.add_write_perm, h.BrokerNameRequestHeader)
+        d.register(RequestCode.QUERY_DATA_VERSION, self.query_data_version, h.QueryDataVersionRequestHeader)
+        d.register(RequestCode.BROKER_HEARTBEAT, self.broker_heartbeat, h.BrokerHeartbeatRequestHeader)
+        d.register(RequestCode.REGISTER_TOPIC_IN_NAMESRV, self.register_topic, h.RegisterTopicRequestHeader)
+        d.register(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS, self.system_topics, EmptyHeader)
+        for code, flag in UNIT_LISTS.items():
+            d.register(code, self._unit_topics(flag), EmptyHeader)
+        d.register(
+            RequestCode.GET_BROKER_MEMBER_GROUP, self.member_group, h.GetBrokerMemberGroupRequestHeader
+        )
         d.register(RequestCode.UPDATE_NAMESRV_CONFIG, self.update_config, EmptyHeader)
         d.register(RequestCode.GET_NAMESRV_CONFIG, self.get_config, EmptyHeader)
 
@@ -172,6 +188,62 @@ class NamesrvProcessor:
     ) -> RemotingCommand:
         count = self.routes.change_write_perm(hd.broker_name, wipe=False)
         return req.make_response(ResponseCode.SUCCESS, header=h.AddWritePermOfBrokerResponseHeader(count))
+
+    def query_data_version(
+        self, ctx: RequestContext, req: RemotingCommand, hd: h.QueryDataVersionRequestHeader
+    ) -> RemotingCommand:
+        theirs = DataVersion.decode(req.body) if req.body else DataVersion()
+        live = self.routes.live.get(hd.broker_addr)
+        changed = live is None or live.data_version != theirs
+        self.routes.touch(hd.broker_addr, self.now_ms())
+        body = live.data_version.encode() if live is not None else b""
+        return req.make_response(
+            ResponseCode.SUCCESS, header=h.QueryDataVersionResponseHeader(changed), body=body
+        )
+
+    def broker_heartbeat(
+        self, ctx: RequestContext, req: RemotingCommand, hd: h.BrokerHeartbeatRequestHeader
+    ) -> RemotingCommand:
+        self.routes.touch(hd.broker_addr, self.now_ms())
+        return req.make_response(ResponseCode.SUCCESS)
+
+    def register_topic(
+        self, ctx: RequestContext, req: RemotingCommand, hd: h.RegisterTopicRequestHeader
+    ) -> RemotingCommand:
+        route = TopicRouteData.decode(req.body) if req.body else TopicRouteData()
+        self.routes.register_topic(hd.topic, route.queue_datas)
+        return req.make_response(ResponseCode.SUCCESS)
+
+    def system_topics(self, ctx: RequestContext, req: RemotingCommand, _: Any) -> RemotingCommand:
+        names = set(self.routes.clusters)
+        for brokers in self.routes.clusters.values():
+            names |= brokers
+        addr = next((a for b in self.routes.brokers.values() for a in b.broker_addrs.values()), None)
+        return req.make_response(ResponseCode.SUCCESS, body=TopicList(sorted(names), addr).encode())
+
+    def _unit_topics(
+        self, wanted: Callable[[int], bool]
+    ) -> Callable[[RequestContext, RemotingCommand, Any], RemotingCommand]:
+        def handler(ctx: RequestContext, req: RemotingCommand, _: Any) -> RemotingCommand:
+            topics = [
+                t
+                for t, queues in self.routes.topic_queues.items()
+                if any(wanted(q.topic_sys_flag) for q in queues.values())
+            ]
+            return req.make_response(ResponseCode.SUCCESS, body=TopicList(topics).encode())
+
+        return handler
+
+    def member_group(
+        self, ctx: RequestContext, req: RemotingCommand, hd: h.GetBrokerMemberGroupRequestHeader
+    ) -> RemotingCommand:
+        data = self.routes.brokers.get(hd.broker_name)
+        group = {
+            "cluster": hd.cluster_name,
+            "brokerName": hd.broker_name,
+            "brokerAddrs": {str(k): v for k, v in (data.broker_addrs if data else {}).items()},
+        }
+        return req.make_response(ResponseCode.SUCCESS, body=fastjson.dumps({"brokerMemberGroup": group}))
 
     def update_config(self, ctx: RequestContext, req: RemotingCommand, _: Any) -> RemotingCommand:
         props = parse_properties(req.body.decode("utf-8", "replace"))

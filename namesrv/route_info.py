@@ -122,6 +122,20 @@ class RouteInfo:
             queue_datas=list(queues.values()),
         )
 
+    def touch(self, broker_addr: str, now_ms: int) -> bool:
+        """Refresh a broker's liveness (QUERY_DATA_VERSION, BROKER_HEARTBEAT); False if unknown."""
+        live = self.live.get(broker_addr)
+        if live is None:
+            return False
+        live.last_update_ms = now_ms
+        return True
+
+    def register_topic(self, topic: str, queues: list[QueueData]) -> None:
+        """REGISTER_TOPIC_IN_NAMESRV: merge queue data of already registered brokers."""
+        for queue in queues:
+            if queue.broker_name in self.brokers:
+                self.topic_queues.setdefault(topic, {})[queue.broker_name] = queue
+
     def cluster_info(self) -> ClusterInfo:
         return ClusterInfo(
             broker_addr_table=dict(self.brokers),

@@ -116,3 +116,68 @@ async def test_broker_dropped_when_its_connection_closes_and_after_expiry() -> N
             await wait_until(lambda: not namesrv.routes.live, 3)  # no re-registration: expired
             assert namesrv.routes.route("TBW102") is None
         nursery.cancel_scope.cancel()
+
+
+async def test_data_version_compressed_registration_and_topic_lists() -> None:
+    from codec.bodies.register import DataVersion, RegisterBrokerBody
+    from codec.hashing import body_crc32
+    from codec.headers.namesrv import QueryDataVersionRequestHeader, RegisterBrokerRequestHeader
+
+    namesrv = NamesrvApp(NamesrvConfig(), ServerConfig(port=0))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(namesrv.run)
+        naddr = f"127.0.0.1:{namesrv.server.port}"
+        broker = BrokerApp(BrokerConfig(namesrv_addr=naddr, listen_port=10999), ServerConfig(port=0))
+        plain = broker.registrar.build_request()
+        body = RegisterBrokerBody.decode(plain.body)
+        compressed = body.encode_compressed()
+        header = RegisterBrokerRequestHeader.from_ext_fields(plain.ext_fields)
+        header.compressed = True
+        header.body_crc32 = body_crc32(compressed)
+        async with connect(naddr) as conn:
+            resp = await conn.invoke(
+                RemotingCommand.request(RequestCode.REGISTER_BROKER, header, body=compressed), 3
+            )
+            assert resp.code == ResponseCode.SUCCESS
+            assert namesrv.routes.route("TBW102") is not None
+
+            header.body_crc32 = 12345
+            resp = await conn.invoke(
+                RemotingCommand.request(RequestCode.REGISTER_BROKER, header, body=compressed), 3
+            )
+            assert (resp.code, resp.remark) == (ResponseCode.SYSTEM_ERROR, "crc32 not match")
+
+            version = body.topic_config_serialize_wrapper.data_version
+            q = QueryDataVersionRequestHeader("broker-a", "127.0.0.1:10999", "DefaultCluster", 0)
+            resp = await conn.invoke(
+                RemotingCommand.request(RequestCode.QUERY_DATA_VERSION, q, body=version.encode()), 3
+            )
+            assert resp.ext_fields == {"changed": "false"}
+            assert DataVersion.decode(resp.body) == version
+            newer = DataVersion(version.state_version, version.timestamp, version.counter + 1)
+            resp = await conn.invoke(
+                RemotingCommand.request(RequestCode.QUERY_DATA_VERSION, q, body=newer.encode()), 3
+            )
+            assert resp.ext_fields == {"changed": "true"}
+
+            resp = await conn.invoke(RemotingCommand.request(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS), 3)
+            system = TopicList.decode(resp.body)
+            assert set(system.topic_list) == {"DefaultCluster", "broker-a"}
+            assert system.broker_addr == "127.0.0.1:10999"
+            resp = await conn.invoke(
+                RemotingCommand.request(RequestCode.GET_TOPICS_BY_CLUSTER, {"cluster": "DefaultCluster"}), 3
+            )
+            assert "TBW102" in TopicList.decode(resp.body).topic_list
+            resp = await conn.invoke(RemotingCommand.request(RequestCode.GET_UNIT_TOPIC_LIST), 3)
+            assert TopicList.decode(resp.body).topic_list == []
+            resp = await conn.invoke(RemotingCommand.request(RequestCode.GET_NAMESRV_CONFIG), 3)
+            assert b"orderMessageEnable=false" in resp.body
+            resp = await conn.invoke(
+                RemotingCommand.request(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"kvConfigPath=/etc/x\n"), 3
+            )
+            assert resp.code == ResponseCode.NO_PERMISSION
+            resp = await conn.invoke(
+                RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": "TBW102"}), 3
+            )
+            assert namesrv.routes.route("TBW102") is None
+        nursery.cancel_scope.cancel()
