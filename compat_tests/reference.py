@@ -1,0 +1,171 @@
+"""The reference Apache RocketMQ 5.3.3 (Maven Central jars), the Java clients, and our own CLI,
+started as subprocesses on loopback for compatibility tests.
+
+Every process is started with a temporary ``user.home`` (RocketMQ writes logs and config there),
+small heaps and free ports, and stopped with SIGTERM then SIGKILL.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+JAVA_DIR = Path(__file__).resolve().parent / "java"
+REFERENCE_LIB = JAVA_DIR / "reference" / "target" / "lib"
+CLIENT_LINES = ("4.9.8", "5.3.3")
+
+
+def free_port(spare_below: int = 0, spare_above: int = 0) -> int:
+    """A free loopback port whose neighbours (the broker's fast and HA ports) are free too."""
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        try:
+            for p in range(port - spare_below, port + spare_above + 1):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError("no free port")
+
+
+def stop(proc: subprocess.Popen[str], timeout: float = 15) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _wait_for_line(path: Path, pattern: str, proc: subprocess.Popen[str], timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = path.read_text(errors="replace") if path.exists() else ""
+        match = re.search(pattern, text)
+        if match:
+            return match.group(0)
+        if proc.poll() is not None:
+            raise RuntimeError(f"process exited ({proc.returncode}) before {pattern!r}:\n{text[-3000:]}")
+        time.sleep(0.1)
+    raise TimeoutError(f"{pattern!r} not seen within {timeout} s in {path}")
+
+
+def start_gateway_namesrv(workdir: Path) -> tuple[subprocess.Popen[str], str]:
+    """Our NameServer through the real CLI; returns the process and its address."""
+    log = workdir / "gateway-namesrv.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gateway.cli", "namesrv", "--namesrv-port", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("w"),
+        env={**os.environ, "HOME": str(workdir)},
+        text=True,
+    )
+    line = _wait_for_line(log, r"ready: namesrv=\S+", proc, 20)
+    return proc, line.split("=", 1)[1]
+
+
+def start_reference_broker(
+    workdir: Path, namesrv_addr: str, broker_name: str = "broker-ref"
+) -> tuple[subprocess.Popen[str], str]:
+    """The real Apache RocketMQ broker registering to ``namesrv_addr``; returns it and its address."""
+    port = free_port(spare_below=2, spare_above=1)
+    store = workdir / "store"
+    conf = workdir / "broker.conf"
+    conf.write_text(
+        "\n".join(
+            [
+                "brokerClusterName=DefaultCluster",
+                f"brokerName={broker_name}",
+                "brokerId=0",
+                f"listenPort={port}",
+                f"haListenPort={port + 1}",
+                f"namesrvAddr={namesrv_addr}",
+                "brokerIP1=127.0.0.1",
+                "brokerIP2=127.0.0.1",
+                f"storePathRootDir={store}",
+                f"storePathCommitLog={store / 'commitlog'}",
+                "mappedFileSizeCommitLog=67108864",
+                "autoCreateTopicEnable=true",
+                "",
+            ]
+        )
+    )
+    out = workdir / "broker.out"
+    proc = subprocess.Popen(
+        [
+            "java",
+            "-Xms256m",
+            "-Xmx256m",
+            "-XX:MaxDirectMemorySize=256m",
+            f"-Duser.home={workdir}",
+            f"-Drocketmq.home.dir={workdir}",
+            "-cp",
+            f"{REFERENCE_LIB}/*",
+            "org.apache.rocketmq.broker.BrokerStartup",
+            "-c",
+            str(conf),
+        ],
+        stdout=out.open("w"),
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    _wait_for_line(out, r"boot success", proc, 60)
+    return proc, f"127.0.0.1:{port}"
+
+
+def run_mqadmin(namesrv_addr: str, *args: str, home: Path, timeout: float = 60) -> str:
+    """Run ``mqadmin`` (rocketmq-tools 5.3.3) and return its output without log noise."""
+    result = subprocess.run(
+        [
+            "java",
+            "-Xmx128m",
+            f"-Duser.home={home}",
+            "-cp",
+            f"{REFERENCE_LIB}/*",
+            "org.apache.rocketmq.tools.command.MQAdminStartup",
+            *args,
+            "-n",
+            namesrv_addr,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    lines = (result.stdout + result.stderr).splitlines()
+    return "\n".join(
+        line for line in lines if line.strip() and "logback" not in line and " INFO " not in line
+    )
+
+
+def run_capture(line: str, namesrv_addr: str, topic: str, home: Path, serialize: str = "JSON") -> str:
+    """The capture scenario (consumer + producer, single and batch send) with one client line."""
+    classes = JAVA_DIR / "target" / f"classes-{line}"
+    lib = JAVA_DIR / "target" / f"lib-{line}"
+    result = subprocess.run(
+        [
+            "java",
+            f"-Drocketmq.serialize.type={serialize}",
+            f"-Duser.home={home}",
+            "-cp",
+            f"{classes}{os.pathsep}{lib}/*",
+            "rmqcompat.Capture",
+            namesrv_addr,
+            topic,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return result.stdout
