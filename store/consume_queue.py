@@ -1,0 +1,235 @@
+"""Consume queues: the per topic-queue index of commit-log positions (``ConsumeQueue``).
+
+Directory ``consumequeue/TOPIC/QUEUEID/``; files of ``mappedFileSizeConsumeQueue`` bytes
+(300,000 units × 20 by default) named by the 20-digit byte offset of their first unit. The unit for
+logical (queue) offset *n* is at global byte position ``n * 20``::
+
+    offset size  field
+    0      8     commit-log offset of the record   (int64)
+    8      4     record size, TOTALSIZE            (int32)
+    12     8     tags code                         (int64; delivery time in SCHEDULE_TOPIC_XXXX)
+
+Units are written in commit-log order by dispatch. A queue whose first file starts at a logical
+offset inside the file (its first message was not offset 0 of that file) has the gap filled with
+placeholder units ``(0, 0x7FFFFFFF, 0)`` (``fillPreBlank``).
+
+Recovery (``ConsumeQueue.recover``) starts at the third-last file and takes units while
+``offset >= 0 and size > 0``; the first other unit ends the queue and everything after it is
+dropped. Then the owner truncates units that point at or past the recovered commit-log end
+(``truncateDirtyLogicFiles``) and moves the min offset past units whose record was deleted
+(``correctMinOffset``).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+
+from store.config import CQ_STORE_UNIT_SIZE
+from store.mapped_file_queue import MappedFileQueue
+
+UNIT = struct.Struct(">qiq")  # commit-log offset, size, tags code
+_BLANK_UNIT = UNIT.pack(0, 0x7FFFFFFF, 0)
+
+
+class ConsumeQueue:
+    """One topic-queue's consume queue. Single writer."""
+
+    __slots__ = ("file_size", "max_physic_offset", "min_logic_offset", "queue", "queue_id", "topic")
+
+    def __init__(
+        self, root: str, topic: str, queue_id: int, file_size: int, preallocate: bool = True
+    ) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.file_size = file_size
+        self.queue = MappedFileQueue(os.path.join(root, topic, str(queue_id)), file_size, preallocate)
+        self.max_physic_offset = -1  # end (offset + size) of the last record referenced
+        self.min_logic_offset = 0  # byte position of the first valid unit
+
+    # -- load / recover ------------------------------------------------------------------------
+
+    def load(self) -> None:
+        self.queue.load()
+
+    def recover(self) -> None:
+        files = self.queue.files
+        if not files:
+            return
+        index = max(0, len(files) - 3)
+        end = files[index].file_from_offset
+        done = False
+        while index < len(files) and not done:
+            mf = files[index]
+            pos = 0
+            for offset, size, _tags in UNIT.iter_unpack(mf.mm):
+                if offset >= 0 and size > 0:
+                    pos += CQ_STORE_UNIT_SIZE
+                    if size != 0x7FFFFFFF:
+                        self.max_physic_offset = offset + size
+                else:
+                    done = True
+                    break
+            end = mf.file_from_offset + pos
+            index += 1
+        self.queue.truncate_dirty(end)
+        first = self.queue.first
+        self.min_logic_offset = first.file_from_offset if first else 0
+        self._skip_placeholders()
+
+    def _skip_placeholders(self) -> None:
+        first = self.queue.first
+        if first is None:
+            return
+        pos = self.min_logic_offset - first.file_from_offset
+        while 0 <= pos < first.wrote_position:
+            _o, size, _t = UNIT.unpack_from(first.mm, pos)
+            if size != 0x7FFFFFFF:
+                break
+            pos += CQ_STORE_UNIT_SIZE
+        self.min_logic_offset = first.file_from_offset + max(pos, 0)
+
+    def close(self) -> None:
+        self.queue.close()
+
+    def destroy(self) -> None:
+        self.queue.destroy()
+
+    # -- offsets ---------------------------------------------------------------------------------
+
+    @property
+    def min_offset(self) -> int:
+        """``getMinOffsetInQueue``: logical offset of the first valid unit."""
+        return self.min_logic_offset // CQ_STORE_UNIT_SIZE
+
+    @property
+    def max_offset(self) -> int:
+        """``getMaxOffsetInQueue``: the logical offset the next message gets."""
+        return self.queue.max_offset // CQ_STORE_UNIT_SIZE
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def put(self, queue_offset: int, commit_log_offset: int, size: int, tags_code: int) -> bool:
+        """Append the unit for ``queue_offset`` (``putMessagePositionInfo``).
+
+        Returns False, writing nothing, for a unit already present (re-dispatch after recovery)
+        or out of order. Raises :class:`StoreIOError` if a new file cannot be created.
+        """
+        if commit_log_offset + size <= self.max_physic_offset:
+            return False
+        expect = queue_offset * CQ_STORE_UNIT_SIZE
+        mf = self.queue.last_for_write(expect)
+        current = mf.file_from_offset + mf.wrote_position
+        if mf.wrote_position == 0 and len(self.queue) == 1 and expect > current:
+            # A queue starting past offset 0 (or re-created after deletion): fill the gap.
+            self.min_logic_offset = expect
+            while mf.file_from_offset + mf.wrote_position < expect:
+                mf.append(_BLANK_UNIT)
+            current = expect
+        if expect != current:
+            return False
+        UNIT.pack_into(mf.mm, mf.wrote_position, commit_log_offset, size, tags_code)
+        mf.wrote_position += CQ_STORE_UNIT_SIZE
+        self.max_physic_offset = commit_log_offset + size
+        return True
+
+    def flush(self) -> int:
+        return self.queue.flush()
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def get(self, queue_offset: int) -> tuple[int, int, int] | None:
+        """The unit ``(commit-log offset, size, tags code)`` at ``queue_offset``, or ``None``."""
+        pos = queue_offset * CQ_STORE_UNIT_SIZE
+        if pos < self.min_logic_offset:
+            return None
+        mf = self.queue.find(pos)
+        if mf is None or pos - mf.file_from_offset >= mf.wrote_position:
+            return None
+        offset, size, tags = UNIT.unpack_from(mf.mm, pos - mf.file_from_offset)
+        return offset, size, tags
+
+    def iterate_from(self, queue_offset: int, count: int) -> list[tuple[int, int, int]] | None:
+        """Up to ``count`` units from ``queue_offset``, within the one file that holds it.
+
+        ``None`` when that file does not exist (``OFFSET_FOUND_NULL``).
+        """
+        pos = queue_offset * CQ_STORE_UNIT_SIZE
+        if pos < self.min_logic_offset:
+            return None
+        mf = self.queue.find(pos)
+        if mf is None:
+            return None
+        start = pos - mf.file_from_offset
+        end = min(mf.wrote_position, start + count * CQ_STORE_UNIT_SIZE)
+        if start >= end:
+            return []
+        return list(UNIT.iter_unpack(mf.mm[start:end]))
+
+    def units(self, from_offset: int = 0) -> Iterator[tuple[int, int, int, int]]:
+        """Every unit from ``from_offset`` as ``(queue offset, commit-log offset, size, tags)``."""
+        start = max(from_offset, self.min_offset)
+        for mf in self.queue:
+            first = max(start * CQ_STORE_UNIT_SIZE, mf.file_from_offset)
+            rel = first - mf.file_from_offset
+            if rel >= mf.wrote_position:
+                continue
+            qo = first // CQ_STORE_UNIT_SIZE
+            for offset, size, tags in UNIT.iter_unpack(mf.mm[rel : mf.wrote_position]):
+                yield qo, offset, size, tags
+                qo += 1
+
+    def roll_next_file(self, queue_offset: int) -> int:
+        """``rollNextFile``: the first logical offset of the file after the one holding ``queue_offset``."""
+        units_per_file = self.file_size // CQ_STORE_UNIT_SIZE
+        return queue_offset + units_per_file - queue_offset % units_per_file
+
+    # -- truncation and cleanup ------------------------------------------------------------------
+
+    def truncate_dirty(self, commit_log_end: int) -> None:
+        """Drop the units whose record does not end by ``commit_log_end`` (``truncateDirtyLogicFiles``)."""
+        end = self.queue.max_offset
+        floor = self.queue.min_offset if self.queue.files else 0
+        new_max = -1
+        while end > floor:
+            pos = end - CQ_STORE_UNIT_SIZE
+            mf = self.queue.find(pos)
+            if mf is None:
+                break
+            offset, size, _t = UNIT.unpack_from(mf.mm, pos - mf.file_from_offset)
+            if size != 0x7FFFFFFF and offset + size <= commit_log_end:
+                new_max = offset + size
+                break
+            end = pos
+        if end != self.queue.max_offset:
+            self.queue.truncate_dirty(end)
+        self.max_physic_offset = new_max
+        self.min_logic_offset = min(self.min_logic_offset, self.queue.max_offset)
+
+    def correct_min_offset(self, min_commit_log_offset: int) -> None:
+        """Move the min offset to the first unit whose record is still in the commit log."""
+        lo = self.min_offset
+        hi = self.max_offset
+        while lo < hi:  # units are in commit-log order: binary search the first one still present
+            mid = (lo + hi) // 2
+            unit = self.get(mid)
+            if unit is None or unit[1] == 0x7FFFFFFF or unit[0] < min_commit_log_offset:
+                lo = mid + 1
+            else:
+                hi = mid
+        self.min_logic_offset = max(self.min_logic_offset, lo * CQ_STORE_UNIT_SIZE)
+
+    def delete_expired_files(self, min_commit_log_offset: int) -> int:
+        """Delete leading files whose last unit points below ``min_commit_log_offset``; keep the last."""
+        count = 0
+        for mf in self.queue.files[:-1]:
+            if mf.wrote_position < CQ_STORE_UNIT_SIZE:
+                break
+            offset, _s, _t = UNIT.unpack_from(mf.mm, mf.wrote_position - CQ_STORE_UNIT_SIZE)
+            if offset >= min_commit_log_offset:
+                break
+            count += 1
+        self.queue.delete_first(count)
+        self.correct_min_offset(min_commit_log_offset)
+        return count

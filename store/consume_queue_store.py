@@ -1,0 +1,79 @@
+"""All consume queues of a store, by topic and queue id (``ConsumeQueueStore``).
+
+Directory layout ``consumequeue/TOPIC/QUEUEID/`` (see :mod:`store.consume_queue` for the files).
+Loading maps every queue found on disk; queues are created on first dispatch.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from store.consume_queue import ConsumeQueue
+
+
+class ConsumeQueueStore:
+    def __init__(self, root: str, file_size: int, preallocate: bool = True) -> None:
+        self.root = root
+        self.file_size = file_size
+        self.preallocate = preallocate
+        self.queues: dict[tuple[str, int], ConsumeQueue] = {}
+
+    def load(self) -> None:
+        os.makedirs(self.root, exist_ok=True)
+        for topic in sorted(os.listdir(self.root)):
+            topic_dir = os.path.join(self.root, topic)
+            if not os.path.isdir(topic_dir):
+                continue
+            for name in sorted(os.listdir(topic_dir)):
+                if not name.isdigit() or not os.path.isdir(os.path.join(topic_dir, name)):
+                    continue
+                cq = ConsumeQueue(self.root, topic, int(name), self.file_size, self.preallocate)
+                cq.load()
+                self.queues[(topic, int(name))] = cq
+
+    def recover(self) -> None:
+        for cq in self.queues.values():
+            cq.recover()
+
+    def __iter__(self) -> Iterator[ConsumeQueue]:
+        return iter(list(self.queues.values()))
+
+    def find(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        return self.queues.get((topic, queue_id))
+
+    def find_or_create(self, topic: str, queue_id: int) -> ConsumeQueue:
+        cq = self.queues.get((topic, queue_id))
+        if cq is None:
+            cq = ConsumeQueue(self.root, topic, queue_id, self.file_size, self.preallocate)
+            self.queues[(topic, queue_id)] = cq
+        return cq
+
+    def max_physic_offset(self) -> int:
+        """``getMaxPhyOffsetInConsumeQueue``: the largest record end any queue references (-1: none)."""
+        return max((cq.max_physic_offset for cq in self.queues.values()), default=-1)
+
+    def truncate_dirty(self, commit_log_end: int) -> None:
+        for cq in self.queues.values():
+            if cq.max_physic_offset > commit_log_end:
+                cq.truncate_dirty(commit_log_end)
+
+    def correct_min_offsets(self, min_commit_log_offset: int) -> None:
+        for cq in self.queues.values():
+            cq.correct_min_offset(min_commit_log_offset)
+
+    def delete_expired(self, min_commit_log_offset: int) -> int:
+        return sum(cq.delete_expired_files(min_commit_log_offset) for cq in self.queues.values())
+
+    def flush(self) -> None:
+        for cq in self.queues.values():
+            cq.flush()
+
+    def close(self) -> None:
+        for cq in self.queues.values():
+            cq.close()
+
+    def destroy(self) -> None:
+        for cq in self.queues.values():
+            cq.destroy()
+        self.queues.clear()

@@ -1,0 +1,130 @@
+"""What the store derives from each record for its consume queues and index (``DispatchRequest``).
+
+The same rules apply at put time and when recovery re-dispatches records from the commit log
+(``CommitLog.checkMessageAndReturnSize`` builds the Java ``DispatchRequest`` in both cases):
+
+* tags code = Java ``String.hashCode`` of the ``TAGS`` property (0 without one); for a record in
+  ``SCHEDULE_TOPIC_XXXX`` with a ``DELAY`` level > 0 it is the delivery time instead:
+  store timestamp + the level's delay (``DefaultMessageStore.computeDeliverTimestamp``; levels above
+  the table are capped at the last level, and an unknown level means +1 s);
+* consume queue: only records of transaction type NOT or COMMIT get an entry (and a queue offset);
+* index: records of type NOT, PREPARED or COMMIT are indexed by ``UNIQ_KEY`` and every non-empty
+  space-separated ``KEYS`` entry, ROLLBACK records are not.
+"""
+
+from __future__ import annotations
+
+from codec.hashing import tags_code as hash_tags
+from codec.message import MessageRecord, MessageSysFlag
+from codec.properties import DELAY, KEYS, TAGS, UNIQ_KEY, decode_properties
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
+
+
+class DispatchRequest:
+    """One record as the consume queue and index see it (no body)."""
+
+    __slots__ = (
+        "commit_log_offset",
+        "keys",
+        "msg_size",
+        "queue_id",
+        "queue_offset",
+        "store_timestamp",
+        "sys_flag",
+        "tags_code",
+        "topic",
+        "uniq_key",
+    )
+
+    def __init__(
+        self,
+        topic: str,
+        queue_id: int,
+        commit_log_offset: int,
+        msg_size: int,
+        tags_code: int,
+        store_timestamp: int,
+        queue_offset: int,
+        keys: str | None,
+        uniq_key: str | None,
+        sys_flag: int,
+    ) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.commit_log_offset = commit_log_offset
+        self.msg_size = msg_size
+        self.tags_code = tags_code
+        self.store_timestamp = store_timestamp
+        self.queue_offset = queue_offset
+        self.keys = keys
+        self.uniq_key = uniq_key
+        self.sys_flag = sys_flag
+
+    @property
+    def has_queue_entry(self) -> bool:
+        return has_queue_entry(self.sys_flag)
+
+    @property
+    def is_indexed(self) -> bool:
+        return MessageSysFlag.transaction_type(self.sys_flag) != MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
+
+    def index_keys(self) -> list[str]:
+        """The index keys of this record, ``UNIQ_KEY`` first, without the ``topic#`` prefix."""
+        out = [self.uniq_key] if self.uniq_key else []
+        if self.keys:
+            out.extend(k for k in self.keys.split(" ") if k)
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"DispatchRequest({self.topic!r}, q={self.queue_id}, offset={self.commit_log_offset}, "
+            f"size={self.msg_size}, qo={self.queue_offset})"
+        )
+
+
+def has_queue_entry(sys_flag: int) -> bool:
+    """Types NOT and COMMIT get a consume-queue entry and a queue offset; PREPARED/ROLLBACK do not."""
+    kind = MessageSysFlag.transaction_type(sys_flag)
+    return kind in (MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE)
+
+
+def compute_tags_code(
+    topic: str, props: dict[str, str], store_timestamp: int, delay_levels_ms: tuple[int, ...]
+) -> int:
+    """The consume-queue tags code of a record (see the module docstring)."""
+    if topic == SCHEDULE_TOPIC and delay_levels_ms:
+        text = props.get(DELAY)
+        if text is not None:
+            try:
+                level = int(text)
+            except ValueError:
+                level = 0
+            level = min(level, len(delay_levels_ms))
+            if level > 0:
+                return store_timestamp + delay_levels_ms[level - 1]
+    return hash_tags(props.get(TAGS))
+
+
+def dispatch_of(
+    record: MessageRecord,
+    commit_log_offset: int,
+    size: int,
+    delay_levels_ms: tuple[int, ...],
+    props: dict[str, str] | None = None,
+) -> DispatchRequest:
+    """The dispatch request of a decoded (or just encoded) record."""
+    if props is None:
+        props = decode_properties(record.properties)
+    return DispatchRequest(
+        topic=record.topic,
+        queue_id=record.queue_id,
+        commit_log_offset=commit_log_offset,
+        msg_size=size,
+        tags_code=compute_tags_code(record.topic, props, record.store_timestamp, delay_levels_ms),
+        store_timestamp=record.store_timestamp,
+        queue_offset=record.queue_offset,
+        keys=props.get(KEYS),
+        uniq_key=props.get(UNIQ_KEY),
+        sys_flag=record.sys_flag,
+    )

@@ -1,0 +1,61 @@
+"""Errors raised by the store.
+
+Every store error derives from :class:`StoreError` (itself a :class:`codec.errors.RocketMQError`)
+and carries the RocketMQ response code a broker answers with when the error reaches it
+(``response_code``, the ints of :class:`codec.codes.ResponseCode`). Most put failures never raise:
+they come back as a :class:`store.results.PutMessageResult` status, as in Java; the exceptions
+below are for opening, recovering and the few places where Java throws too.
+"""
+
+from __future__ import annotations
+
+from codec.errors import RocketMQError
+
+_SYSTEM_ERROR = 1  # ResponseCode.SYSTEM_ERROR
+_MESSAGE_ILLEGAL = 13  # ResponseCode.MESSAGE_ILLEGAL
+_SERVICE_NOT_AVAILABLE = 14  # ResponseCode.SERVICE_NOT_AVAILABLE
+
+
+class StoreError(RocketMQError):
+    """Root of the store's errors."""
+
+    response_code = _SYSTEM_ERROR
+
+
+class StoreConfigError(StoreError):
+    """A store setting is out of range or inconsistent (e.g. a file size that is not a unit multiple)."""
+
+
+class StoreCorruptionError(StoreError):
+    """A store file fails its sanity check: wrong length, bad header, impossible values.
+
+    Raised when opening; recovery itself never raises for a torn tail, it truncates it.
+    """
+
+
+class StoreLockedError(StoreError):
+    """Another process (our store or a Java broker) holds the store's ``lock`` file."""
+
+    response_code = _SERVICE_NOT_AVAILABLE
+
+
+class StoreIOError(StoreError):
+    """The operating system refused a file operation (read-only file system, permissions, EIO)."""
+
+    response_code = _SERVICE_NOT_AVAILABLE
+
+
+class DiskFullError(StoreIOError):
+    """No space left to create or extend a store file (ENOSPC / EDQUOT)."""
+
+
+class StoreClosedError(StoreError):
+    """The store has been closed (or was never opened)."""
+
+    response_code = _SERVICE_NOT_AVAILABLE
+
+
+class MessageTooLargeError(StoreError):
+    """A record exceeds ``maxMessageSize`` or the size of a commit-log file."""
+
+    response_code = _MESSAGE_ILLEGAL

@@ -1,0 +1,312 @@
+"""Index files: message keys to commit-log offsets (``index/IndexFile``, ``IndexHeader``, ``IndexService``).
+
+Each file in ``index/`` is named by its creation time, ``yyyyMMddHHmmssSSS`` in local time, and has
+``40 + maxHashSlotNum*4 + maxIndexNum*20`` bytes (420,000,040 by default), all big-endian::
+
+    header, 40 bytes
+      0   8  beginTimestamp   store time of the first indexed message (ms)
+      8   8  endTimestamp     store time of the last indexed message
+      16  8  beginPhyOffset   commit-log offset of the first indexed message
+      24  8  endPhyOffset     commit-log offset of the last indexed message
+      32  4  hashSlotCount    slots in use
+      36  4  indexCount       next entry number; starts at 1, entry 0 is never used
+    hash slots, maxHashSlotNum × 4 bytes at 40
+      int32  number of the newest entry whose key hashes here (0 = empty)
+    entries, maxIndexNum × 20 bytes at 40 + maxHashSlotNum*4
+      0   4  key hash         abs(Java String.hashCode of "topic#key"), MIN_VALUE → 0
+      4   8  commit-log offset
+      12  4  time diff        (storeTimestamp − beginTimestamp) / 1000 s, clamped to [0, 2^31−1];
+                              0 while beginTimestamp ≤ 0
+      16  4  previous entry   number of the next-older entry of the same slot (0 = end of chain)
+
+The slot is ``hash % maxHashSlotNum``. A lookup walks the chain from the slot, keeps entries with
+the same hash whose ``beginTimestamp + diff*1000`` is within ``[begin, end]``, and stops at an
+older entry or a broken link; hash collisions are possible, so callers re-check the records.
+A file is full at ``indexCount == maxIndexNum``; the next one starts with the previous file's end
+timestamp and offset as its begin and end values, and the checkpoint's ``indexMsgTimestamp``
+becomes the full file's end timestamp once it is flushed.
+
+Recovery: our index entries are written after the record they point at, so after a crash they
+never point past a whole record; we therefore keep every index file (Java deletes those newer
+than the checkpoint's ``indexMsgTimestamp``) and recovery re-indexes the records from each file's
+``endPhyOffset`` on. Entries left pointing at truncated data are filtered out by the caller,
+which verifies every hit against the commit log.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+from collections.abc import Callable
+
+from codec.hashing import java_string_hash
+from store.errors import StoreCorruptionError
+from store.mapped_file import MappedFile
+
+HEADER = struct.Struct(">qqqqii")
+HEADER_SIZE = 40  # IndexHeader.INDEX_HEADER_SIZE
+HASH_SLOT_SIZE = 4
+INDEX_SIZE = 20
+_SLOT = struct.Struct(">i")
+_ENTRY = struct.Struct(">iqii")  # key hash, commit-log offset, time diff, previous entry
+_INT_MAX = 0x7FFFFFFF
+
+
+def index_key_hash(key: str) -> int:
+    """``IndexFile.indexKeyHashMethod``: ``abs(key.hashCode())``, with ``Integer.MIN_VALUE`` → 0."""
+    h = java_string_hash(key)
+    return 0 if h == -0x80000000 else abs(h)
+
+
+def index_file_name(now_ms: int) -> str:
+    """``UtilAll.timeMillisToHumanString``: ``yyyyMMddHHmmssSSS`` in local time."""
+    return time.strftime("%Y%m%d%H%M%S", time.localtime(now_ms / 1000)) + f"{now_ms % 1000:03d}"
+
+
+class IndexFile:
+    """One index file. Header values live in attributes and are written through to the map."""
+
+    __slots__ = (
+        "begin_phy_offset",
+        "begin_timestamp",
+        "end_phy_offset",
+        "end_timestamp",
+        "hash_slot_count",
+        "hash_slot_num",
+        "index_count",
+        "index_num",
+        "mf",
+    )
+
+    def __init__(self, mf: MappedFile, hash_slot_num: int, index_num: int) -> None:
+        self.mf = mf
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        fields: tuple[int, ...] = HEADER.unpack_from(mf.mm, 0)
+        self.begin_timestamp: int = fields[0]
+        self.end_timestamp: int = fields[1]
+        self.begin_phy_offset: int = fields[2]
+        self.end_phy_offset: int = fields[3]
+        self.hash_slot_count: int = fields[4]
+        self.index_count: int = max(fields[5], 1)  # IndexHeader.load: <= 0 means 1
+
+    @staticmethod
+    def file_size(hash_slot_num: int, index_num: int) -> int:
+        return HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_SIZE
+
+    @classmethod
+    def create(
+        cls,
+        path: str,
+        hash_slot_num: int,
+        index_num: int,
+        end_phy_offset: int,
+        end_timestamp: int,
+        preallocate: bool = True,
+    ) -> IndexFile:
+        mf = MappedFile.create_path(path, 0, cls.file_size(hash_slot_num, index_num), preallocate)
+        f = cls(mf, hash_slot_num, index_num)
+        if end_phy_offset > 0:
+            f.begin_phy_offset = f.end_phy_offset = end_phy_offset
+        if end_timestamp > 0:
+            f.begin_timestamp = f.end_timestamp = end_timestamp
+        f.write_header()
+        return f
+
+    @classmethod
+    def open(cls, path: str, hash_slot_num: int, index_num: int) -> IndexFile:
+        mf = MappedFile.open(path, cls.file_size(hash_slot_num, index_num), named_by_offset=False)
+        f = cls(mf, hash_slot_num, index_num)
+        if f.index_count > index_num or f.hash_slot_count < 0 or f.hash_slot_count > hash_slot_num:
+            mf.close()
+            raise StoreCorruptionError(
+                f"{path}: index header counts out of range ({f.index_count}, {f.hash_slot_count})"
+            )
+        mf.wrote_position = mf.file_size
+        return f
+
+    @property
+    def path(self) -> str:
+        return self.mf.path
+
+    @property
+    def is_write_full(self) -> bool:
+        return self.index_count >= self.index_num
+
+    def write_header(self) -> None:
+        HEADER.pack_into(
+            self.mf.mm,
+            0,
+            self.begin_timestamp,
+            self.end_timestamp,
+            self.begin_phy_offset,
+            self.end_phy_offset,
+            self.hash_slot_count,
+            self.index_count,
+        )
+
+    def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
+        """Add an entry (``IndexFile.putKey``); False when the file is full."""
+        if self.index_count >= self.index_num:
+            return False
+        mm = self.mf.mm
+        key_hash = index_key_hash(key)
+        slot_pos = HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
+        (slot_value,) = _SLOT.unpack_from(mm, slot_pos)
+        if slot_value <= 0 or slot_value > self.index_count:
+            slot_value = 0
+        if self.begin_timestamp <= 0:
+            diff = 0
+        else:
+            diff = min(max((store_timestamp - self.begin_timestamp) // 1000, 0), _INT_MAX)
+        count = self.index_count
+        entry_pos = HEADER_SIZE + self.hash_slot_num * HASH_SLOT_SIZE + count * INDEX_SIZE
+        _ENTRY.pack_into(mm, entry_pos, key_hash, phy_offset, diff, slot_value)
+        _SLOT.pack_into(mm, slot_pos, count)
+        if count <= 1:
+            self.begin_phy_offset = phy_offset
+            self.begin_timestamp = store_timestamp
+        if slot_value == 0:
+            self.hash_slot_count += 1
+        self.index_count = count + 1
+        self.end_phy_offset = phy_offset
+        self.end_timestamp = store_timestamp
+        self.write_header()
+        return True
+
+    def is_time_matched(self, begin: int, end: int) -> bool:
+        b, e = self.begin_timestamp, self.end_timestamp
+        return (begin < b and end > e) or (b <= begin <= e) or (b <= end <= e)
+
+    def select(self, out: list[int], key: str, max_num: int, begin: int, end: int) -> None:
+        """Add the offsets of ``key`` in ``[begin, end]`` to ``out``, newest first (``selectPhyOffset``)."""
+        mm = self.mf.mm
+        key_hash = index_key_hash(key)
+        slot_pos = HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
+        (current,) = _SLOT.unpack_from(mm, slot_pos)
+        if current <= 0 or current > self.index_count or self.index_count <= 1:
+            return
+        entries = HEADER_SIZE + self.hash_slot_num * HASH_SLOT_SIZE
+        for _ in range(self.index_count):  # a chain can never be longer than the entry count
+            if len(out) >= max_num:
+                return
+            hash_read, offset, diff, prev = _ENTRY.unpack_from(mm, entries + current * INDEX_SIZE)
+            if diff < 0:
+                return
+            time_read = self.begin_timestamp + diff * 1000
+            if hash_read == key_hash and begin <= time_read <= end:
+                out.append(offset)
+            if prev <= 0 or prev > self.index_count or prev == current or time_read < begin:
+                return
+            current = prev
+
+    def flush(self) -> None:
+        self.write_header()
+        self.mf.wrote_position = self.mf.file_size
+        self.mf.flush()
+
+    def close(self) -> None:
+        self.mf.close()
+
+    def destroy(self) -> None:
+        self.mf.destroy()
+
+
+class IndexService:
+    """The index files of a store, oldest first (``IndexService``). Single writer."""
+
+    def __init__(
+        self,
+        directory: str,
+        hash_slot_num: int,
+        index_num: int,
+        clock: Callable[[], int],
+        preallocate: bool = True,
+    ) -> None:
+        self.directory = directory
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        self.clock = clock
+        self.preallocate = preallocate
+        self.files: list[IndexFile] = []
+        self.on_file_full: Callable[[int], None] | None = None  # gets the full file's end timestamp
+
+    def load(self) -> None:
+        os.makedirs(self.directory, exist_ok=True)
+        for name in sorted(os.listdir(self.directory)):
+            if name.isdigit():
+                self.files.append(
+                    IndexFile.open(os.path.join(self.directory, name), self.hash_slot_num, self.index_num)
+                )
+
+    def close(self) -> None:
+        for f in self.files:
+            f.write_header()
+            f.close()
+        self.files = []
+
+    @property
+    def end_phy_offset(self) -> int:
+        return self.files[-1].end_phy_offset if self.files else 0
+
+    def writable_file(self) -> IndexFile:
+        last = self.files[-1] if self.files else None
+        if last is not None and not last.is_write_full:
+            return last
+        end_phy = last.end_phy_offset if last else 0
+        end_ts = last.end_timestamp if last else 0
+        now = self.clock()
+        path = os.path.join(self.directory, index_file_name(now))
+        while os.path.exists(path):  # two files within one millisecond
+            now += 1
+            path = os.path.join(self.directory, index_file_name(now))
+        f = IndexFile.create(path, self.hash_slot_num, self.index_num, end_phy, end_ts, self.preallocate)
+        self.files.append(f)
+        if last is not None:
+            last.flush()
+            if self.on_file_full is not None:
+                self.on_file_full(last.end_timestamp)
+        return f
+
+    def build(self, topic: str, keys: list[str], phy_offset: int, store_timestamp: int) -> None:
+        """Index ``keys`` of the record at ``phy_offset`` (``buildIndex``; the caller skips ROLLBACK)."""
+        f = self.writable_file()
+        for key in keys:
+            full = f"{topic}#{key}"
+            if not f.put_key(full, phy_offset, store_timestamp):
+                f = self.writable_file()
+                f.put_key(full, phy_offset, store_timestamp)
+
+    def query(self, topic: str, key: str, max_num: int, begin: int, end: int) -> tuple[list[int], int, int]:
+        """Offsets of ``key`` newest first, and the last file's end timestamp and end offset
+        (``queryOffset``: ``indexLastUpdateTimestamp`` / ``indexLastUpdatePhyoffset``)."""
+        out: list[int] = []
+        last_ts = last_phy = 0
+        full = f"{topic}#{key}"
+        for i in range(len(self.files) - 1, -1, -1):
+            f = self.files[i]
+            if i == len(self.files) - 1:
+                last_ts, last_phy = f.end_timestamp, f.end_phy_offset
+            if f.is_time_matched(begin, end):
+                f.select(out, full, max_num, begin, end)
+            if f.begin_timestamp < begin or len(out) >= max_num:
+                break
+        return out, last_ts, last_phy
+
+    def flush(self) -> None:
+        if self.files:
+            self.files[-1].flush()
+
+    def delete_expired(self, min_phy_offset: int) -> int:
+        """Delete leading files (never the last) whose entries all point below ``min_phy_offset``."""
+        count = 0
+        while len(self.files) > 1 and self.files[0].end_phy_offset < min_phy_offset:
+            self.files.pop(0).destroy()
+            count += 1
+        return count
+
+    def destroy(self) -> None:
+        for f in self.files:
+            f.destroy()
+        self.files = []

@@ -1,0 +1,354 @@
+"""The store facade the broker uses (``DefaultMessageStore``).
+
+Layout of the store directory, file formats and recovery rules are in the modules it combines:
+:mod:`store.commit_log`, :mod:`store.consume_queue`, :mod:`store.index_file`,
+:mod:`store.checkpoint`, :mod:`store.metadata`; the read side is :mod:`store.message_reader`.
+
+Threading contract (the store has no threads of its own):
+
+* One writer. :meth:`put_message`, :meth:`put_messages`, :meth:`flush`, :meth:`tick`,
+  :meth:`clean` and :meth:`close` must be called from one thread at a time (the broker's Trio
+  thread). Reads may be called from that thread too; they see every put that returned.
+* Group commit for ``SYNC_FLUSH``: a put copies the record into the mapped file and returns at
+  once with :attr:`AppendMessageResult.end_offset`. The record must not be acknowledged until
+  ``flush_up_to(end_offset)`` has returned. ``flush_up_to`` is the one method that may run in
+  another thread while the writer keeps putting (the Trio side runs it through
+  ``trio.to_thread.run_sync``): it ``msync``s everything written so far, so one call covers
+  every put that returned before it started; callers waiting on offsets ≤ its return value are
+  all released by it. A typical loop: collect the end offsets of the puts since the last fsync,
+  run one ``flush_up_to(max(ends))`` in a worker thread, then acknowledge those puts.
+* ``ASYNC_FLUSH``: acknowledge after the put; call :meth:`tick` every ~100 ms and it flushes the
+  commit log every ``flushIntervalCommitLog`` ms (if at least ``flushCommitLogLeastPages`` pages
+  are dirty, or ``flushCommitLogThoroughInterval`` ms have passed), consume queues, index and the
+  checkpoint every ``flushIntervalConsumeQueue`` ms, and runs cleanup every
+  ``cleanResourceInterval`` ms.
+
+Open: takes the ``lock`` file, recovers (normally if there is no ``abort`` file, else abnormally,
+spec 5.6) and writes ``abort``; close flushes everything and removes ``abort``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import time
+from collections.abc import Callable, Sequence
+
+from codec.errors import MessageFormatError
+from codec.message import PHYSICAL_OFFSET_POS, MessageRecord, encode_record
+from codec.properties import MAX_PROPERTIES_BYTES, decode_properties
+from store.checkpoint import (
+    StoreCheckpoint,
+    StoreLock,
+    abort_file_exists,
+    create_abort_file,
+    remove_abort_file,
+)
+from store.cleanup import CleanService
+from store.commit_log import CommitLog
+from store.config import CQ_STORE_UNIT_SIZE, StoreConfig
+from store.consume_queue_store import ConsumeQueueStore
+from store.dispatch import DispatchRequest, dispatch_of, has_queue_entry
+from store.errors import MessageTooLargeError, StoreClosedError, StoreIOError
+from store.index_file import IndexService
+from store.mapped_file import PAGE_SIZE
+from store.message_reader import MessageReader
+from store.metadata import ConfigFiles
+from store.recovery import recover
+from store.results import AppendMessageResult, PutMessageResult, PutMessageStatus
+
+_LONG = struct.Struct(">q")
+TagsCodeHook = Callable[[MessageRecord, dict[str, str]], int | None]
+
+
+def system_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class MessageStore(MessageReader):
+    """Open with :meth:`open`; see the module docstring for the calling contract."""
+
+    def __init__(
+        self,
+        config: StoreConfig,
+        clock: Callable[[], int] = system_clock_ms,
+        tags_code_hook: TagsCodeHook | None = None,
+    ) -> None:
+        config.validate()
+        self.clock = clock
+        self.tags_code_hook = tags_code_hook  # broker override of the tags code (None: the default rule)
+        self.delay_levels_ms = config.delay_levels_ms()
+        commit_log = CommitLog(config)
+        queues = ConsumeQueueStore(
+            config.consume_queue_dir, config.mapped_file_size_consume_queue, config.preallocate
+        )
+        index = IndexService(
+            config.index_dir, config.max_hash_slot_num, config.max_index_num, clock, config.preallocate
+        )
+        super().__init__(config, commit_log, queues, index)
+        self.config_files = ConfigFiles(config.config_dir)
+        self.checkpoint: StoreCheckpoint | None = None
+        self.queue_offsets: dict[tuple[str, int], int] = {}  # next queue offset (CommitLog.topicQueueTable)
+        self.writable = True  # False while the disk is above diskSpaceWarningLevelRatio
+        self.last_exit_ok = True
+        self.cleaner = CleanService(self)
+        self.disk_usage: Callable[[str], float] = disk_usage_percent
+        self._lock: StoreLock | None = None
+        self._open = False
+        self._last_put = (0, 0)  # (end offset, store timestamp) of the newest put
+        self._last_dispatch_ts = 0
+        self._next_cl_flush = 0
+        self._last_thorough_flush = 0
+        self._next_cq_flush = 0
+
+    # -- life cycle ------------------------------------------------------------------------------
+
+    def open(self) -> MessageStore:
+        """Lock, load and recover the store; raises :class:`StoreLockedError`, :class:`StoreCorruptionError`
+        or :class:`StoreIOError`."""
+        os.makedirs(self.config.store_path_root_dir, exist_ok=True)
+        self._lock = StoreLock(self.config.lock_path)
+        try:
+            self.last_exit_ok = not abort_file_exists(self.config.abort_path)
+            self.commit_log.load()
+            self.queues.load()
+            self.checkpoint = StoreCheckpoint(self.config.checkpoint_path)
+            if self.config.message_index_enable:
+                self.index.load()
+            self.index.on_file_full = self._on_index_file_full
+            recover(self, self.last_exit_ok)
+            create_abort_file(self.config.abort_path)
+        except BaseException:
+            self._release_files()
+            raise
+        now = self.clock()
+        self._next_cl_flush = now + self.config.flush_interval_commit_log
+        self._last_thorough_flush = now
+        self._next_cq_flush = now + self.config.flush_interval_consume_queue
+        self._open = True
+        return self
+
+    def close(self) -> None:
+        """Flush everything, write the checkpoint, remove ``abort`` and release the lock."""
+        if not self._open:
+            return
+        self._open = False
+        try:
+            self._flush_all()
+            remove_abort_file(self.config.abort_path)
+        finally:
+            self._release_files()
+
+    def _release_files(self) -> None:
+        self.commit_log.close()
+        self.queues.close()
+        self.index.close()
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def __enter__(self) -> MessageStore:
+        return self.open() if not self._open else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def is_open(self) -> bool:
+        return self._open
+
+    # -- offsets ---------------------------------------------------------------------------------
+
+    @property
+    def min_phy_offset(self) -> int:
+        return self.commit_log.min_offset
+
+    @property
+    def max_phy_offset(self) -> int:
+        return self.commit_log.max_offset
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.queues.find(topic, queue_id)
+        return cq.min_offset if cq else 0
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.queues.find(topic, queue_id)
+        return cq.max_offset if cq else 0
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def put_message(self, msg: MessageRecord, tags_code: int | None = None) -> PutMessageResult:
+        """Append one record (``asyncPutMessage`` without the wait). Sets ``msg.queue_offset``,
+        ``physical_offset`` and ``store_timestamp``. Never raises for a bad message or a full
+        disk: the status says so. ``tags_code`` overrides the consume-queue tags code."""
+        return self.put_messages([msg], tags_code)
+
+    def put_messages(self, msgs: Sequence[MessageRecord], tags_code: int | None = None) -> PutMessageResult:
+        """Append a batch for one topic-queue with consecutive queue offsets, in one file."""
+        if not self._open:
+            return PutMessageResult(
+                PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="message store is not open"
+            )
+        if not self.writable:
+            return PutMessageResult(
+                PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="message store is not writeable (disk full)"
+            )
+        if not msgs:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
+        now = self.clock()
+        first = msgs[0]
+        key = (first.topic, first.queue_id)
+        queue_offset = self.queue_offsets.get(key, 0)
+        next_offset = queue_offset
+        chunks: list[bytes] = []
+        props_list: list[dict[str, str]] = []
+        for msg in msgs:
+            if msg.topic != first.topic or msg.queue_id != first.queue_id:
+                return PutMessageResult(
+                    PutMessageStatus.MESSAGE_ILLEGAL, remark="a batch must be for one queue"
+                )
+            if len(msg.body) > self.config.max_message_size:
+                return PutMessageResult(
+                    PutMessageStatus.MESSAGE_ILLEGAL,
+                    remark=f"body of {len(msg.body)} bytes exceeds maxMessageSize",
+                )
+            in_queue = has_queue_entry(msg.sys_flag)
+            msg.queue_offset = next_offset if in_queue else 0
+            msg.store_timestamp = now
+            msg.physical_offset = 0
+            next_offset += 1 if in_queue else 0
+            try:
+                chunks.append(encode_record(msg))
+            except MessageFormatError as err:
+                status = PutMessageStatus.MESSAGE_ILLEGAL
+                if len(msg.properties.encode()) > MAX_PROPERTIES_BYTES:
+                    status = PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+                return PutMessageResult(status, remark=str(err))
+            props_list.append(decode_properties(msg.properties))
+        data = bytearray(b"".join(chunks))
+        try:
+            mf, phys = self.commit_log.reserve(len(data))
+            # Create every file the dispatch will need before the record goes in, so that a full
+            # disk fails the put cleanly instead of leaving a record without its queue unit.
+            if next_offset > queue_offset:
+                self.queues.find_or_create(*key).queue.last_for_write(queue_offset * CQ_STORE_UNIT_SIZE)
+            if self.config.message_index_enable:
+                self.index.writable_file()
+        except MessageTooLargeError as err:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=str(err))
+        except StoreIOError as err:
+            return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(err))
+        pos = 0
+        for chunk, msg in zip(chunks, msgs, strict=True):
+            msg.physical_offset = phys + pos
+            _LONG.pack_into(data, pos + PHYSICAL_OFFSET_POS, phys + pos)
+            pos += len(chunk)
+        end = self.commit_log.write(mf, data)
+        self.queue_offsets[key] = next_offset
+        self._last_put = (end, now)
+        for chunk, msg, props in zip(chunks, msgs, props_list, strict=True):
+            req = dispatch_of(msg, msg.physical_offset, len(chunk), self.delay_levels_ms, props)
+            if tags_code is not None:
+                req.tags_code = tags_code
+            elif self.tags_code_hook is not None:
+                hooked = self.tags_code_hook(msg, props)
+                if hooked is not None:
+                    req.tags_code = hooked
+            self.dispatch(req)
+        return PutMessageResult(
+            PutMessageStatus.PUT_OK, AppendMessageResult(phys, len(data), queue_offset, now, len(msgs))
+        )
+
+    def dispatch(self, req: DispatchRequest) -> None:
+        """Build the consume-queue unit and index entries of one record (the reput dispatchers)."""
+        if req.has_queue_entry:
+            cq = self.queues.find_or_create(req.topic, req.queue_id)
+            cq.put(req.queue_offset, req.commit_log_offset, req.msg_size, req.tags_code)
+        if self.config.message_index_enable and req.is_indexed:
+            keys = req.index_keys()
+            if keys:
+                self.index.build(req.topic, keys, req.commit_log_offset, req.store_timestamp)
+        self._last_dispatch_ts = req.store_timestamp
+
+    def put_message_and_flush(self, msg: MessageRecord, tags_code: int | None = None) -> PutMessageResult:
+        """Put, and under SYNC_FLUSH fsync before returning (for tests and simple callers)."""
+        result = self.put_message(msg, tags_code)
+        if result.ok and self.config.sync_flush and result.append_result is not None:
+            self.flush_up_to(result.append_result.end_offset)
+        return result
+
+    # -- flushing --------------------------------------------------------------------------------
+
+    def flush_up_to(self, offset: int) -> int:
+        """``msync`` the commit log up to at least ``offset``; returns the flushed offset.
+
+        May run in one other thread concurrently with puts (module docstring). Raises
+        :class:`StoreIOError` if the OS reports a write error.
+        """
+        end, ts = self._last_put
+        flushed = self.commit_log.flush(max(offset, 0))
+        if flushed >= end and self.checkpoint is not None:
+            self.checkpoint.physic_msg_timestamp = max(self.checkpoint.physic_msg_timestamp, ts)
+        return flushed
+
+    def flush(self) -> int:
+        """Flush the commit log, consume queues, index and checkpoint now; returns the flushed offset."""
+        if not self._open:
+            raise StoreClosedError("message store is not open")
+        return self._flush_all()
+
+    def _flush_all(self) -> int:
+        _end, ts = self._last_put
+        flushed = self.commit_log.flush()
+        dispatched_ts = self._last_dispatch_ts
+        self.queues.flush()
+        self.index.flush()
+        if self.checkpoint is not None:
+            if ts:
+                self.checkpoint.physic_msg_timestamp = max(self.checkpoint.physic_msg_timestamp, ts)
+            if dispatched_ts:
+                self.checkpoint.logics_msg_timestamp = max(
+                    self.checkpoint.logics_msg_timestamp, dispatched_ts
+                )
+            self.checkpoint.confirm_phy_offset = self.commit_log.max_offset
+            self.checkpoint.flush()
+        return flushed
+
+    def tick(self, now: int | None = None) -> None:
+        """Periodic work: async commit-log flush, consume-queue/index/checkpoint flush, cleanup."""
+        if not self._open:
+            return
+        now = self.clock() if now is None else now
+        config = self.config
+        if now >= self._next_cl_flush:
+            self._next_cl_flush = now + config.flush_interval_commit_log
+            dirty = self.commit_log.max_offset - self.commit_log.queue.flushed_offset
+            thorough = now - self._last_thorough_flush >= config.flush_commit_log_thorough_interval
+            if thorough or dirty >= config.flush_commit_log_least_pages * PAGE_SIZE:
+                self.flush_up_to(self.commit_log.max_offset)
+                if thorough:
+                    self._last_thorough_flush = now
+        if now >= self._next_cq_flush:
+            self._next_cq_flush = now + config.flush_interval_consume_queue
+            self._flush_all()
+        self.cleaner.tick(now)
+
+    def clean(self, now: int | None = None, manual: bool = False) -> int:
+        """Run one cleanup round now (``executeDeleteFilesManually`` when ``manual``); returns the
+        number of commit-log files deleted."""
+        return self.cleaner.run(self.clock() if now is None else now, manual)
+
+    def _on_index_file_full(self, end_timestamp: int) -> None:
+        if self.checkpoint is not None:
+            self.checkpoint.index_msg_timestamp = end_timestamp
+            self.checkpoint.flush()
+
+
+def disk_usage_percent(path: str) -> float:
+    """Used space of the file system holding ``path`` in percent (``getDiskPartitionSpaceUsedPercent``)."""
+    try:
+        usage = shutil.disk_usage(path)
+    except OSError:
+        return -1.0
+    return 100.0 * (usage.total - usage.free) / usage.total if usage.total else -1.0
