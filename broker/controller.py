@@ -1,25 +1,38 @@
 """``BrokerController``: the broker's state, shared by its processors (no Trio here).
 
 Mirrors ``org.apache.rocketmq.broker.BrokerController`` as a plain container: config, topic and
-subscription-group tables, consumer offsets, client registrations, and two hooks the app wires
-to Trio: ``spawn`` (start a background coroutine, e.g. notifying consumers) and ``now_ms``.
+subscription-group tables, consumer offsets, client registrations, the message store (opened by
+the app), held pulls, order locks, the delay-level service, and two hooks the app wires to Trio:
+``spawn`` (start a background coroutine, e.g. notifying consumers) and ``now_ms``.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 from collections.abc import Awaitable, Callable
 
 from broker.client_manager import ClientManager
 from broker.config import BrokerConfig
 from broker.consumer_offset_manager import ConsumerOffsetManager
+from broker.long_polling import PullHoldService
+from broker.message_service import MessageService
+from broker.rebalance_lock import RebalanceLockManager
+from broker.schedule import ScheduleMessageService
 from broker.subscription_group_manager import SubscriptionGroupManager
 from broker.topic_config_manager import TopicConfigManager
 from codec.bodies.register import TopicConfig
 from codec.codes import RequestCode
 from codec.command import RemotingCommand
+from codec.errors import CodecError
 from codec.headers.client import NotifyConsumerIdsChangedRequestHeader
+from codec.message import MessageRecord, decode_record
+from codec.message_id import UniqIdGenerator
+from gateway.client import split_address
+from store.config import StoreConfig
+from store.message_store import MessageStore
 
 logger = logging.getLogger(__name__)
 
@@ -30,10 +43,53 @@ def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
+def host_bytes(host: str) -> bytes:
+    """An IPv4 or IPv6 literal as the 4 or 16 address bytes records carry; raises ``ValueError``."""
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            return socket.inet_pton(family, host)
+        except OSError:
+            continue
+    raise ValueError(f"not an IP address: {host!r}")
+
+
+def store_config_of(config: BrokerConfig) -> StoreConfig:
+    """The store settings of a broker: ``broker.conf`` store keys plus the few both sides know."""
+    props = dict(config.extra)
+    props["storePathRootDir"] = config.store_path_root_dir
+    props["maxMessageSize"] = str(config.max_message_size)
+    props["messageDelayLevel"] = config.message_delay_level
+    store_config, _unknown = StoreConfig.from_properties(props)
+    return store_config
+
+
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 8 * 1024**3
+
+
 class BrokerController:
-    def __init__(self, config: BrokerConfig, *, now_ms: Callable[[], int] = _wall_clock_ms) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        *,
+        now_ms: Callable[[], int] = _wall_clock_ms,
+        store_config: StoreConfig | None = None,
+    ) -> None:
         self.config = config
         self.now_ms = now_ms
+        self.store = MessageStore(store_config or store_config_of(config))
+        self.messages = MessageService(self.store)
+        self.hold = PullHoldService()
+        self.messages.listeners.append(self.hold.notify_message_arriving)
+        self.locks = RebalanceLockManager()
+        self.schedule = ScheduleMessageService(self, config.delay_levels_ms())
+        self.uniq_ids = UniqIdGenerator(host_bytes(config.broker_ip1))
+        self._in_memory_bytes = (
+            _physical_memory() * self.store.config.access_message_in_memory_max_ratio // 100
+        )
         self.topics = TopicConfigManager(config, on_change=self._topics_changed)
         self.groups = SubscriptionGroupManager(config, on_change=self._groups_changed)
         self.offsets = ConsumerOffsetManager()
@@ -44,6 +100,41 @@ class BrokerController:
         self.on_topics_changed: Callable[[list[TopicConfig]], None] | None = None
         #: Set by the app: called when subscription groups changed (persist).
         self.on_groups_changed: Callable[[], None] | None = None
+
+    @property
+    def store_host(self) -> bytes:
+        return host_bytes(self.config.broker_ip1)
+
+    @property
+    def store_port(self) -> int:
+        return self.config.listen_port
+
+    @staticmethod
+    def client_address(remote_addr: str) -> tuple[bytes, int]:
+        """A connection's ``host:port`` as record host bytes and port (loopback if unparsable)."""
+        try:
+            host, port = split_address(remote_addr)
+            return host_bytes(host), port
+        except ValueError:
+            return b"\x7f\x00\x00\x01", 0
+
+    def look_message(self, commit_log_offset: int) -> MessageRecord | None:
+        data = self.store.look_message_by_offset(commit_log_offset)
+        if data is None:
+            return None
+        try:
+            return decode_record(data)
+        except CodecError as err:
+            logger.error("record at commit-log offset %d is unreadable: %s", commit_log_offset, err)
+            return None
+
+    def first_message_in_memory(self, topic: str, queue_id: int) -> bool:
+        """``checkInMemByConsumeOffset(topic, queue, 0)``: is message 0 of the queue still in page cache."""
+        cq = self.store.queues.find(topic, queue_id)
+        unit = cq.get(0) if cq is not None else None
+        if unit is None:
+            return False
+        return self.store.max_phy_offset - unit[0] < self._in_memory_bytes
 
     def _topics_changed(self, topics: list[TopicConfig]) -> None:
         if self.on_topics_changed is not None:

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import trio
+
+from broker.config import BrokerConfig
 
 
 async def wait_until(predicate: Callable[[], object], seconds: float) -> None:
@@ -12,3 +16,21 @@ async def wait_until(predicate: Callable[[], object], seconds: float) -> None:
     with trio.fail_after(seconds):
         while not predicate():  # noqa: ASYNC110 - polling plain state of an object under test
             await trio.sleep(0.01)
+
+
+def small_store(root: Path) -> dict[str, str]:
+    """``broker.conf`` store keys for tests: a store under ``root`` with small files."""
+    return {
+        "mappedFileSizeCommitLog": str(16 * 1024 * 1024),
+        "mappedFileSizeConsumeQueue": str(1000 * 20),
+        "maxHashSlotNum": "1024",
+        "maxIndexNum": "4096",
+    }
+
+
+def broker_config(root: Path, **fields: Any) -> BrokerConfig:
+    """A broker config whose store lives under ``root`` (small files), ephemeral port unless given."""
+    fields.setdefault("listen_port", 0)
+    config = BrokerConfig(store_path_root_dir=str(root / "store"), **fields)
+    config.extra.update(small_store(root))
+    return config

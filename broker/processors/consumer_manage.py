@@ -1,4 +1,5 @@
-"""GET_CONSUMER_LIST_BY_GROUP (``ConsumerManageProcessor``); offsets arrive with the store."""
+"""Consumer membership and offsets (``ConsumerManageProcessor`` and the offset part of
+``AdminBrokerProcessor``), spec 3.4 and 3.5."""
 
 from __future__ import annotations
 
@@ -6,7 +7,17 @@ from broker.controller import BrokerController
 from codec.bodies.heartbeat import ConsumerListBody
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
-from codec.headers.client import GetConsumerListByGroupRequestHeader
+from codec.headers.client import (
+    GetConsumerListByGroupRequestHeader,
+    GetEarliestMsgStoretimeRequestHeader,
+    GetEarliestMsgStoretimeResponseHeader,
+    GetMaxOffsetRequestHeader,
+    GetMinOffsetRequestHeader,
+    OffsetResponseHeader,
+    QueryConsumerOffsetRequestHeader,
+    SearchOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
 from gateway.dispatch import Dispatcher, RequestContext
 
 
@@ -20,6 +31,22 @@ class ConsumerManageProcessor:
             self.get_consumer_list,
             GetConsumerListByGroupRequestHeader,
         )
+        dispatcher.register(
+            RequestCode.QUERY_CONSUMER_OFFSET, self.query_consumer_offset, QueryConsumerOffsetRequestHeader
+        )
+        dispatcher.register(
+            RequestCode.UPDATE_CONSUMER_OFFSET, self.update_consumer_offset, UpdateConsumerOffsetRequestHeader
+        )
+        dispatcher.register(RequestCode.GET_MAX_OFFSET, self.get_max_offset, GetMaxOffsetRequestHeader)
+        dispatcher.register(RequestCode.GET_MIN_OFFSET, self.get_min_offset, GetMinOffsetRequestHeader)
+        dispatcher.register(
+            RequestCode.GET_EARLIEST_MSG_STORETIME,
+            self.get_earliest_msg_storetime,
+            GetEarliestMsgStoretimeRequestHeader,
+        )
+        dispatcher.register(
+            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, self.search_offset_by_timestamp, SearchOffsetRequestHeader
+        )
 
     def get_consumer_list(
         self, _ctx: RequestContext, request: RemotingCommand, header: GetConsumerListByGroupRequestHeader
@@ -31,3 +58,63 @@ class ConsumerManageProcessor:
                 ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {header.consumer_group}"
             )
         return request.make_response(ResponseCode.SUCCESS, header={}, body=ConsumerListBody(ids).encode())
+
+    def query_consumer_offset(
+        self, _ctx: RequestContext, request: RemotingCommand, header: QueryConsumerOffsetRequestHeader
+    ) -> RemotingCommand:
+        broker = self.broker
+        offset = broker.offsets.query(header.consumer_group, header.topic, header.queue_id)
+        if offset < 0 and header.set_zero_if_not_found is not False:
+            store = broker.store
+            if store.get_min_offset_in_queue(
+                header.topic, header.queue_id
+            ) <= 0 and broker.first_message_in_memory(header.topic, header.queue_id):
+                offset = 0
+        if offset < 0:
+            return request.make_response(
+                ResponseCode.QUERY_NOT_FOUND,
+                "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first",
+            )
+        return request.make_response(ResponseCode.SUCCESS, header=OffsetResponseHeader(offset))
+
+    def update_consumer_offset(
+        self, _ctx: RequestContext, request: RemotingCommand, header: UpdateConsumerOffsetRequestHeader
+    ) -> RemotingCommand:
+        broker = self.broker
+        if broker.groups.find(header.consumer_group, create=False) is None:
+            return request.make_response(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group not exist, {header.consumer_group}",
+            )
+        if broker.topics.select(header.topic) is None:
+            return request.make_response(ResponseCode.TOPIC_NOT_EXIST, f"topic not exist, {header.topic}")
+        broker.offsets.commit(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
+        return request.make_response(ResponseCode.SUCCESS, header={})
+
+    def get_max_offset(
+        self, _ctx: RequestContext, request: RemotingCommand, header: GetMaxOffsetRequestHeader
+    ) -> RemotingCommand:
+        offset = self.broker.store.get_max_offset_in_queue(header.topic, header.queue_id)
+        return request.make_response(ResponseCode.SUCCESS, header=OffsetResponseHeader(offset))
+
+    def get_min_offset(
+        self, _ctx: RequestContext, request: RemotingCommand, header: GetMinOffsetRequestHeader
+    ) -> RemotingCommand:
+        offset = self.broker.store.get_min_offset_in_queue(header.topic, header.queue_id)
+        return request.make_response(ResponseCode.SUCCESS, header=OffsetResponseHeader(offset))
+
+    def get_earliest_msg_storetime(
+        self, _ctx: RequestContext, request: RemotingCommand, header: GetEarliestMsgStoretimeRequestHeader
+    ) -> RemotingCommand:
+        timestamp = self.broker.store.get_earliest_message_time(header.topic, header.queue_id)
+        return request.make_response(
+            ResponseCode.SUCCESS, header=GetEarliestMsgStoretimeResponseHeader(timestamp)
+        )
+
+    def search_offset_by_timestamp(
+        self, _ctx: RequestContext, request: RemotingCommand, header: SearchOffsetRequestHeader
+    ) -> RemotingCommand:
+        offset = self.broker.store.get_offset_in_queue_by_time(
+            header.topic, header.queue_id, header.timestamp, header.is_upper
+        )
+        return request.make_response(ResponseCode.SUCCESS, header=OffsetResponseHeader(offset))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import trio
 
 from broker.app import BrokerApp
-from broker.config import BrokerConfig
 from codec.bodies.heartbeat import (
     ConsumerData,
     ConsumerListBody,
@@ -26,7 +26,7 @@ from codec.headers.namesrv import RegisterBrokerRequestHeader
 from gateway.client import connect
 from gateway.dispatch import Dispatcher, RequestContext
 from gateway.server import RemotingServer, ServerConfig
-from tests.helpers import wait_until
+from tests.helpers import broker_config, wait_until
 
 
 class FakeNamesrv:
@@ -55,11 +55,11 @@ class FakeNamesrv:
 
 
 @asynccontextmanager
-async def broker_with_namesrv() -> AsyncIterator[tuple[BrokerApp, FakeNamesrv]]:
+async def broker_with_namesrv(root: Path) -> AsyncIterator[tuple[BrokerApp, FakeNamesrv]]:
     namesrv = FakeNamesrv()
     async with trio.open_nursery() as nursery:
         await nursery.start(namesrv.server.run)
-        config = BrokerConfig(namesrv_addr=f"127.0.0.1:{namesrv.server.port}", listen_port=0)
+        config = broker_config(root, namesrv_addr=f"127.0.0.1:{namesrv.server.port}")
         app = BrokerApp(config, ServerConfig(port=0))
         await nursery.start(app.run)
         try:
@@ -82,8 +82,8 @@ def heartbeat(client_id: str, group: str, topic: str) -> RemotingCommand:
     return RemotingCommand.request(RequestCode.HEART_BEAT, EmptyHeader(), body=data.encode())
 
 
-async def test_full_registration_at_start_lists_system_topics() -> None:
-    async with broker_with_namesrv() as (app, namesrv):
+async def test_full_registration_at_start_lists_system_topics(tmp_path: Path) -> None:
+    async with broker_with_namesrv(tmp_path) as (app, namesrv):
         with trio.fail_after(5):
             await namesrv.registered.wait()
         header, body = namesrv.registrations[0]
@@ -101,8 +101,11 @@ async def test_full_registration_at_start_lists_system_topics() -> None:
     assert namesrv.unregistrations == 1
 
 
-async def test_heartbeat_registers_consumer_and_creates_retry_topic() -> None:
-    async with broker_with_namesrv() as (app, namesrv), connect(f"127.0.0.1:{app.server.port}") as conn:
+async def test_heartbeat_registers_consumer_and_creates_retry_topic(tmp_path: Path) -> None:
+    async with (
+        broker_with_namesrv(tmp_path) as (app, namesrv),
+        connect(f"127.0.0.1:{app.server.port}") as conn,
+    ):
         with trio.fail_after(5):
             await namesrv.registered.wait()
         resp = await conn.invoke(heartbeat("10.0.0.1@c1", "cg1", "TopicTest"), timeout_s=3)
@@ -124,7 +127,7 @@ async def test_heartbeat_registers_consumer_and_creates_retry_topic() -> None:
         assert "pg" in app.controller.clients.producers
 
 
-async def test_second_consumer_triggers_notify_and_disconnect_removes_it() -> None:
+async def test_second_consumer_triggers_notify_and_disconnect_removes_it(tmp_path: Path) -> None:
     notified = trio.Event()
     client_side = Dispatcher("client")
 
@@ -134,7 +137,7 @@ async def test_second_consumer_triggers_notify_and_disconnect_removes_it() -> No
         notified.set()
 
     client_side.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, on_notify)
-    async with broker_with_namesrv() as (app, _namesrv):
+    async with broker_with_namesrv(tmp_path) as (app, _namesrv):
         addr = f"127.0.0.1:{app.server.port}"
         async with connect(addr, client_side) as first:
             await first.invoke(heartbeat("c1", "cg1", "T"), timeout_s=3)

@@ -7,7 +7,6 @@ from pathlib import Path
 import trio
 
 from broker.app import BrokerApp
-from broker.config import BrokerConfig
 from codec.bodies.route import ClusterInfo, KVTable, TopicList, TopicRouteData
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
@@ -15,7 +14,7 @@ from gateway.client import connect
 from gateway.server import ServerConfig
 from namesrv.app import NamesrvApp
 from namesrv.config import NamesrvConfig
-from tests.helpers import wait_until
+from tests.helpers import broker_config, wait_until
 
 
 async def test_broker_registers_and_routes_are_served(tmp_path: Path) -> None:
@@ -23,7 +22,7 @@ async def test_broker_registers_and_routes_are_served(tmp_path: Path) -> None:
     async with trio.open_nursery() as nursery:
         await nursery.start(namesrv.run)
         naddr = f"127.0.0.1:{namesrv.server.port}"
-        broker = BrokerApp(BrokerConfig(namesrv_addr=naddr, listen_port=0), ServerConfig(port=0))
+        broker = BrokerApp(broker_config(tmp_path, namesrv_addr=naddr), ServerConfig(port=0))
         await nursery.start(broker.run)
         await wait_until(lambda: namesrv.routes.live, 5)
         async with connect(naddr) as conn:
@@ -96,7 +95,7 @@ async def test_broker_registers_and_routes_are_served(tmp_path: Path) -> None:
         namesrv.shutdown()
 
 
-async def test_broker_dropped_when_its_connection_closes_and_after_expiry() -> None:
+async def test_broker_dropped_when_its_connection_closes_and_after_expiry(tmp_path: Path) -> None:
     namesrv = NamesrvApp(
         NamesrvConfig(broker_channel_expired_time=300, scan_not_active_broker_interval=100),
         ServerConfig(port=0),
@@ -104,7 +103,7 @@ async def test_broker_dropped_when_its_connection_closes_and_after_expiry() -> N
     async with trio.open_nursery() as nursery:
         await nursery.start(namesrv.run)
         naddr = f"127.0.0.1:{namesrv.server.port}"
-        broker = BrokerApp(BrokerConfig(namesrv_addr=naddr, listen_port=0), ServerConfig(port=0))
+        broker = BrokerApp(broker_config(tmp_path, namesrv_addr=naddr), ServerConfig(port=0))
         req = broker.registrar.build_request()
         async with connect(naddr) as conn:
             assert (await conn.invoke(req, 3)).code == ResponseCode.SUCCESS
@@ -118,7 +117,7 @@ async def test_broker_dropped_when_its_connection_closes_and_after_expiry() -> N
         nursery.cancel_scope.cancel()
 
 
-async def test_data_version_compressed_registration_and_topic_lists() -> None:
+async def test_data_version_compressed_registration_and_topic_lists(tmp_path: Path) -> None:
     from codec.bodies.register import DataVersion, RegisterBrokerBody
     from codec.hashing import body_crc32
     from codec.headers.namesrv import QueryDataVersionRequestHeader, RegisterBrokerRequestHeader
@@ -127,7 +126,9 @@ async def test_data_version_compressed_registration_and_topic_lists() -> None:
     async with trio.open_nursery() as nursery:
         await nursery.start(namesrv.run)
         naddr = f"127.0.0.1:{namesrv.server.port}"
-        broker = BrokerApp(BrokerConfig(namesrv_addr=naddr, listen_port=10999), ServerConfig(port=0))
+        broker = BrokerApp(
+            broker_config(tmp_path, namesrv_addr=naddr, listen_port=10999), ServerConfig(port=0)
+        )
         plain = broker.registrar.build_request()
         body = RegisterBrokerBody.decode(plain.body)
         compressed = body.encode_compressed()

@@ -1,0 +1,134 @@
+"""The broker's side of the store: puts with group commit, arrival notices, periodic work.
+
+:class:`store.message_store.MessageStore` is a synchronous library with one writer; the broker
+calls it from its Trio thread. This module adds what the Java broker's store services do in their
+own threads:
+
+* ``SYNC_FLUSH`` group commit (``GroupCommitService``): a put returns once its bytes are fsynced.
+  Puts that arrive while an fsync runs wait for the next one, so many concurrent producers share
+  one ``msync`` (run in a worker thread, the only store call made off the Trio thread, which the
+  store allows). A put not flushed within ``syncFlushTimeout`` answers ``FLUSH_DISK_TIMEOUT``.
+* arrival notices for long polling (``NotifyMessageArrivingListener``): every dispatched consume
+  queue entry is reported to the listeners with its topic, queue, new max offset and tags code.
+* ``tick`` every 100 ms: the asynchronous commit-log flush, consume-queue/index/checkpoint flush
+  and cleanup (``FlushRealTimeService``, ``FlushConsumeQueueService``, ``CleanCommitLogService``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+import trio
+
+from codec.message import MessageRecord
+from store.errors import StoreIOError
+from store.message_store import MessageStore
+from store.results import PutMessageResult, PutMessageStatus
+
+logger = logging.getLogger(__name__)
+
+TICK_INTERVAL_S = 0.1
+ArrivalListener = Callable[[str, int, int, int], None]  # topic, queue id, max offset, tags code
+
+
+class MessageService:
+    def __init__(self, store: MessageStore) -> None:
+        self.store = store
+        self.sync_flush = store.config.sync_flush
+        self.sync_flush_timeout_s = store.config.sync_flush_timeout / 1000
+        self.listeners: list[ArrivalListener] = []
+        self._pending: list[tuple[int, trio.Event]] = []
+        self._wakeup = trio.Event()
+        self._flushed = 0
+        self._last_flush_error: str | None = None
+        self.puts = 0
+        self.put_messages_count = 0
+        self.fsyncs = 0
+
+    # -- puts ------------------------------------------------------------------------------------
+
+    async def put(self, msgs: Sequence[MessageRecord], tags_code: int | None = None) -> PutMessageResult:
+        """Append records of one topic-queue; under SYNC_FLUSH wait for their fsync."""
+        result = self.store.put_messages(msgs, tags_code)
+        if not result.ok or result.append_result is None:
+            return result
+        self.puts += 1
+        self.put_messages_count += len(msgs)
+        self._notify(msgs)
+        if self.sync_flush:
+            end = result.append_result.end_offset
+            if not await self._wait_flushed(end):
+                result.status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+                result.remark = self._last_flush_error or "flush disk timeout"
+        return result
+
+    def _notify(self, msgs: Sequence[MessageRecord]) -> None:
+        if not self.listeners:
+            return
+        store = self.store
+        for msg in msgs:
+            cq = store.queues.find(msg.topic, msg.queue_id)
+            if cq is None:
+                continue
+            unit = cq.get(msg.queue_offset)
+            tags = unit[2] if unit is not None else 0
+            for listener in self.listeners:
+                listener(msg.topic, msg.queue_id, cq.max_offset, tags)
+
+    async def _wait_flushed(self, end: int) -> bool:
+        if end <= self._flushed:
+            return True
+        event = trio.Event()
+        self._pending.append((end, event))
+        self._wakeup.set()
+        with trio.move_on_after(self.sync_flush_timeout_s):
+            await event.wait()
+        return event.is_set() and end <= self._flushed
+
+    async def run_group_commit(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        task_status.started()
+        while True:
+            await self._wakeup.wait()
+            self._wakeup = trio.Event()
+            if not self._pending:
+                continue
+            batch, self._pending = self._pending, []
+            target = max(end for end, _ in batch)
+            try:
+                flushed = await trio.to_thread.run_sync(self.store.flush_up_to, target)
+                self.fsyncs += 1
+                self._flushed = max(self._flushed, flushed)
+                self._last_flush_error = None
+            except StoreIOError as err:
+                logger.error("commit log flush failed: %s", err)
+                self._last_flush_error = str(err)
+                await trio.sleep(0.1)
+            for end, event in batch:
+                if end <= self._flushed:
+                    event.set()
+                elif self._last_flush_error is None:
+                    self._pending.append((end, event))
+            if self._pending:
+                self._wakeup.set()
+
+    # -- periodic work ---------------------------------------------------------------------------
+
+    async def run_ticker(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            await trio.sleep(TICK_INTERVAL_S)
+            try:
+                self.store.tick()
+            except StoreIOError as err:
+                logger.error("store periodic flush failed: %s", err)
+
+    def statistics(self) -> dict[str, int]:
+        return {
+            "puts": self.puts,
+            "messages": self.put_messages_count,
+            "fsyncs": self.fsyncs,
+            "max_phy_offset": self.store.max_phy_offset,
+        }

@@ -1,0 +1,266 @@
+"""Admin requests the Java tools and clients send to a broker (``AdminBrokerProcessor``), spec 3.8
+and 3.12: topic create/delete/list, topic and consume statistics, consumer connections, runtime
+info and config, and the order locks LOCK_BATCH_MQ / UNLOCK_BATCH_MQ.
+
+Bodies keyed by ``MessageQueue`` (``TopicStatsTable``, ``ConsumeStats``) are written in fastjson's
+object-key form, which is what ``mqadmin topicStatus`` / ``consumerProgress`` parse.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from broker.controller import BrokerController
+from broker.topic_config_manager import TopicValidationError, is_system_topic, validate_topic
+from codec import fastjson
+from codec.bodies.lock import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
+from codec.bodies.register import TopicConfig
+from codec.bodies.route import KVTable
+from codec.codes import LanguageCode, RequestCode, ResponseCode
+from codec.command import RemotingCommand
+from codec.headers.admin import (
+    CreateTopicRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumeStatsRequestHeader,
+    TopicRequestHeader,
+)
+from codec.headers.base import EmptyHeader
+from codec.versions import CURRENT_VERSION, version_desc
+from gateway.dispatch import Dispatcher, RequestContext
+from gateway.properties import format_properties
+
+_START_MS = int(time.time() * 1000)
+
+
+def _mq_key(topic: str, broker_name: str, queue_id: int) -> dict[str, Any]:
+    return {"brokerName": broker_name, "queueId": queue_id, "topic": topic}
+
+
+class AdminBrokerProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def register(self, dispatcher: Dispatcher) -> None:
+        reg = dispatcher.register
+        reg(RequestCode.UPDATE_AND_CREATE_TOPIC, self.update_and_create_topic, CreateTopicRequestHeader)
+        reg(RequestCode.DELETE_TOPIC_IN_BROKER, self.delete_topic, TopicRequestHeader)
+        reg(RequestCode.GET_ALL_TOPIC_CONFIG, self.get_all_topic_config, None)
+        reg(RequestCode.GET_TOPIC_STATS_INFO, self.get_topic_stats_info, TopicRequestHeader)
+        reg(RequestCode.GET_CONSUME_STATS, self.get_consume_stats, GetConsumeStatsRequestHeader)
+        reg(
+            RequestCode.GET_CONSUMER_CONNECTION_LIST,
+            self.get_consumer_connection_list,
+            GetConsumerConnectionListRequestHeader,
+        )
+        reg(RequestCode.GET_BROKER_RUNTIME_INFO, self.get_broker_runtime_info, None)
+        reg(RequestCode.GET_BROKER_CONFIG, self.get_broker_config, None)
+        reg(RequestCode.LOCK_BATCH_MQ, self.lock_batch_mq, EmptyHeader)
+        reg(RequestCode.UNLOCK_BATCH_MQ, self.unlock_batch_mq, EmptyHeader)
+
+    # -- topics ----------------------------------------------------------------------------------
+
+    def update_and_create_topic(
+        self, _ctx: RequestContext, request: RemotingCommand, header: CreateTopicRequestHeader
+    ) -> RemotingCommand:
+        try:
+            validate_topic(header.topic)
+        except TopicValidationError as err:
+            return request.make_response(ResponseCode.INVALID_PARAMETER, str(err))
+        if is_system_topic(header.topic):
+            return request.make_response(
+                ResponseCode.INVALID_PARAMETER, f"The topic[{header.topic}] is conflict with system topic."
+            )
+        if header.perm & ~0x7:
+            return request.make_response(ResponseCode.INVALID_PARAMETER, f"invalid perm {header.perm}")
+        existing = self.broker.topics.select(header.topic)
+        topic = TopicConfig(
+            header.topic,
+            header.read_queue_nums,
+            header.write_queue_nums,
+            header.perm,
+            header.topic_filter_type,
+            header.topic_sys_flag or 0,
+            header.order,
+        )
+        if existing is not None:
+            topic.attributes = dict(existing.attributes)
+        self.broker.topics.update(topic)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def delete_topic(
+        self, _ctx: RequestContext, request: RemotingCommand, header: TopicRequestHeader
+    ) -> RemotingCommand:
+        broker = self.broker
+        broker.topics.delete(header.topic)
+        broker.offsets.remove_topic(header.topic)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def get_all_topic_config(
+        self, _ctx: RequestContext, request: RemotingCommand, _header: Any
+    ) -> RemotingCommand:
+        doc = self.broker.topics.to_obj()
+        doc["mappingDataVersion"] = doc["dataVersion"]
+        doc["topicQueueMappingDetailMap"] = {}
+        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps(doc))
+
+    def get_topic_stats_info(
+        self, _ctx: RequestContext, request: RemotingCommand, header: TopicRequestHeader
+    ) -> RemotingCommand:
+        broker = self.broker
+        topic = broker.topics.select(header.topic)
+        if topic is None:
+            return request.make_response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist")
+        store = broker.store
+        entries = []
+        for queue_id in range(max(topic.read_queue_nums, topic.write_queue_nums)):
+            min_offset = store.get_min_offset_in_queue(header.topic, queue_id)
+            max_offset = store.get_max_offset_in_queue(header.topic, queue_id)
+            last = 0
+            if max_offset > 0:
+                cq = store.queues.find(header.topic, queue_id)
+                last = store.store_time_of(cq, max_offset - 1) if cq is not None else 0
+            entries.append(
+                (
+                    _mq_key(header.topic, broker.config.broker_name, queue_id),
+                    {"lastUpdateTimestamp": max(last, 0), "maxOffset": max_offset, "minOffset": min_offset},
+                )
+            )
+        body = b'{"offsetTable":' + fastjson.dumps_object_keys(entries) + b',"topicPutTps":0.0}'
+        return request.make_response(ResponseCode.SUCCESS, body=body)
+
+    # -- consumers -------------------------------------------------------------------------------
+
+    def get_consume_stats(
+        self, _ctx: RequestContext, request: RemotingCommand, header: GetConsumeStatsRequestHeader
+    ) -> RemotingCommand:
+        broker = self.broker
+        group = header.consumer_group
+        if header.topic_list:
+            topics = [t for t in header.topic_list.split(",") if t]
+        elif header.topic:
+            topics = [header.topic]
+        else:
+            topics = broker.offsets.topics_of_group(group)
+        info = broker.clients.consumers.get(group)
+        if info is not None and info.subscriptions:
+            topics = [t for t in topics if t in info.subscriptions or header.topic == t]
+        store = broker.store
+        entries = []
+        for name in topics:
+            topic = broker.topics.select(name)
+            if topic is None:
+                continue
+            for queue_id in range(topic.read_queue_nums):
+                broker_offset = store.get_max_offset_in_queue(name, queue_id)
+                consumer_offset = max(broker.offsets.query(group, name, queue_id), 0)
+                last = 0
+                if consumer_offset > 0:
+                    cq = store.queues.find(name, queue_id)
+                    last = max(store.store_time_of(cq, consumer_offset - 1), 0) if cq is not None else 0
+                entries.append(
+                    (
+                        _mq_key(name, broker.config.broker_name, queue_id),
+                        {
+                            "brokerOffset": broker_offset,
+                            "consumerOffset": consumer_offset,
+                            "lastTimestamp": last,
+                            "pullOffset": consumer_offset,
+                        },
+                    )
+                )
+        body = b'{"consumeTps":0.0,"offsetTable":' + fastjson.dumps_object_keys(entries) + b"}"
+        return request.make_response(ResponseCode.SUCCESS, body=body)
+
+    def get_consumer_connection_list(
+        self, _ctx: RequestContext, request: RemotingCommand, header: GetConsumerConnectionListRequestHeader
+    ) -> RemotingCommand:
+        info = self.broker.clients.consumers.get(header.consumer_group)
+        if info is None or not info.channels:
+            return request.make_response(
+                ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{header.consumer_group}] not online"
+            )
+        connections = []
+        for channel in info.channels.values():
+            try:
+                language = LanguageCode(channel.language).name
+            except ValueError:
+                language = LanguageCode.OTHER.name
+            connections.append(
+                {
+                    "clientAddr": channel.connection.remote_addr,
+                    "clientId": channel.client_id,
+                    "language": language,
+                    "version": channel.version,
+                }
+            )
+        doc = {
+            "connectionSet": connections,
+            "consumeFromWhere": info.consume_from_where,
+            "consumeType": info.consume_type,
+            "messageModel": info.message_model,
+            "subscriptionTable": {t: s.to_obj() for t, s in info.subscriptions.items()},
+        }
+        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps(doc))
+
+    # -- broker ----------------------------------------------------------------------------------
+
+    def get_broker_runtime_info(
+        self, _ctx: RequestContext, request: RemotingCommand, _header: Any
+    ) -> RemotingCommand:
+        broker = self.broker
+        store = broker.store
+        stats = broker.messages.statistics()
+        table = {
+            "brokerVersionDesc": version_desc(CURRENT_VERSION),
+            "brokerVersion": str(CURRENT_VERSION),
+            "bootTimestamp": str(_START_MS),
+            "brokerActive": "true",
+            "msgPutTotalYesterdayMorning": "0",
+            "msgPutTotalTodayMorning": "0",
+            "msgPutTotalTodayNow": str(stats["messages"]),
+            "msgGetTotalYesterdayMorning": "0",
+            "msgGetTotalTodayMorning": "0",
+            "msgGetTotalTodayNow": "0",
+            "putTps": "0.0 0.0 0.0",
+            "getTransferredTps": "0.0 0.0 0.0",
+            "sendThreadPoolQueueSize": "0",
+            "pullThreadPoolQueueSize": "0",
+            "ackThreadPoolQueueSize": "0",
+            "sendThreadPoolQueueHeadWaitTimeMills": "0",
+            "pullThreadPoolQueueHeadWaitTimeMills": "0",
+            "pageCacheLockTimeMills": "0",
+            "earliestMessageTimeStamp": "0",
+            "commitLogDiskRatio": "0.0",
+            "commitLogMinOffset": str(store.min_phy_offset),
+            "commitLogMaxOffset": str(store.max_phy_offset),
+            "timerReadBehind": "0",
+            "timerOffsetBehind": "0",
+            "timerCongestNum": "0",
+            "timerEnqueueTps": "0.0",
+            "timerDequeueTps": "0.0",
+        }
+        return request.make_response(ResponseCode.SUCCESS, body=KVTable(table).encode())
+
+    def get_broker_config(
+        self, _ctx: RequestContext, request: RemotingCommand, _header: Any
+    ) -> RemotingCommand:
+        text = format_properties(self.broker.config.to_properties())
+        version = fastjson.dumps(self.broker.topics.data_version.to_obj()).decode()
+        return request.make_response(ResponseCode.SUCCESS, header={"version": version}, body=text.encode())
+
+    # -- order locks -----------------------------------------------------------------------------
+
+    def lock_batch_mq(self, _ctx: RequestContext, request: RemotingCommand, _header: Any) -> RemotingCommand:
+        body = LockBatchRequestBody.decode(request.body)
+        granted = self.broker.locks.try_lock_batch(
+            body.consumer_group, body.mq_set, body.client_id, self.broker.now_ms()
+        )
+        return request.make_response(ResponseCode.SUCCESS, body=LockBatchResponseBody(granted).encode())
+
+    def unlock_batch_mq(
+        self, _ctx: RequestContext, request: RemotingCommand, _header: Any
+    ) -> RemotingCommand:
+        body = UnlockBatchRequestBody.decode(request.body)
+        self.broker.locks.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
+        return request.make_response(ResponseCode.SUCCESS)
