@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import trio
 
+from codec.errors import RocketMQError
 from gateway.properties import read_properties
 from gateway.server import ServerConfig
 
@@ -68,7 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     def broker_flags(p: argparse.ArgumentParser, standalone: bool) -> None:
         p.add_argument("--broker-port", type=int, default=DEFAULT_BROKER_PORT, help="Broker port (10911)")
-        p.add_argument("--store", default="./data", metavar="DIR", help="store root directory (./data)")
+        p.add_argument(
+            "--store",
+            default=None,
+            metavar="DIR",
+            help="store root directory (default: storePathRootDir from -c, else ./data)",
+        )
         if not standalone:
             p.add_argument(
                 "--namesrv-addr",
@@ -115,7 +121,8 @@ def build_apps(args: argparse.Namespace) -> list[App]:
         config = BrokerConfig.from_properties(props)
         config.namesrv_addr = namesrv_addr
         config.listen_port = args.broker_port
-        config.store_path_root_dir = args.store
+        if args.store is not None or "storePathRootDir" not in props:
+            config.store_path_root_dir = args.store or "./data"
         apps.append(BrokerApp(config, ServerConfig(host=args.host, port=args.broker_port)))
     return apps
 
@@ -158,13 +165,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         apps = build_apps(args)
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, RocketMQError) as err:
         logger.error("cannot start: %s", err)
         return 2
     status = 0
     try:
         trio.run(run_apps, apps)
-    except* OSError as group:
+    except* (OSError, RocketMQError) as group:
         for exc in group.exceptions:
             logger.error("cannot start: %s", exc)
         status = 1

@@ -1,0 +1,166 @@
+"""The two servers every broker scenario runs against: our gateway and the real Apache RocketMQ.
+
+* :class:`GatewayTarget`: ``rmq-gateway standalone`` as a subprocess (the same CLI users run),
+  with its own store directory and a ``broker.conf`` for settings such as ``flushDiskType``.
+* :class:`ReferenceTarget`: the real Apache RocketMQ 5.3.3 NameServer and Broker from Maven
+  Central's jars (``compat_tests/golden_servers.py``).
+
+Both offer ``namesrv_addr``, ``restart_broker(kill=...)`` (SIGTERM, or SIGKILL to test crash
+recovery) and ``stop()``. Everything listens on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Protocol
+
+from compat_tests.golden_servers import ReferenceServers
+from compat_tests.golden_servers import free_port as free_ports
+
+REPO = Path(__file__).resolve().parent.parent
+BOOT_TIMEOUT_S = 30.0
+
+
+class Target(Protocol):
+    name: str
+
+    @property
+    def namesrv_addr(self) -> str: ...
+
+    def restart_broker(self, *, kill: bool = False) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class GatewayTarget:
+    name = "gateway"
+
+    def __init__(self, workdir: Path, broker_conf: dict[str, str] | None = None) -> None:
+        self.workdir = workdir
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.namesrv_port = free_ports(("127.0.0.1",))
+        self.broker_port = free_ports(("127.0.0.1",))
+        self.conf = workdir / "broker.conf"
+        lines = {"mappedFileSizeCommitLog": str(256 * 1024 * 1024), **(broker_conf or {})}
+        self.conf.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._start()
+
+    @property
+    def namesrv_addr(self) -> str:
+        return f"127.0.0.1:{self.namesrv_port}"
+
+    @property
+    def log(self) -> Path:
+        return self.workdir / "gateway.log"
+
+    def _start(self) -> None:
+        offset = self.log.stat().st_size if self.log.exists() else 0
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "gateway.cli",
+                    "standalone",
+                    "--namesrv-port",
+                    str(self.namesrv_port),
+                    "--broker-port",
+                    str(self.broker_port),
+                    "--store",
+                    str(self.workdir / "store"),
+                    "-c",
+                    str(self.conf),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=REPO,
+                env={**os.environ, "HOME": str(self.workdir)},
+            )
+        deadline = time.monotonic() + BOOT_TIMEOUT_S
+        while time.monotonic() < deadline:
+            text = self.log.read_bytes()[offset:].decode(errors="replace")
+            if re.search(r"ready: namesrv=", text):
+                return
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"gateway exited ({self.proc.returncode}):\n{text[-3000:]}")
+            time.sleep(0.05)
+        raise TimeoutError(f"gateway not ready within {BOOT_TIMEOUT_S} s")
+
+    def _halt(self, kill: bool) -> None:
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+    def restart_broker(self, *, kill: bool = False) -> None:
+        """Stop the whole standalone process (SIGTERM, or SIGKILL) and start it on the same store."""
+        self._halt(kill)
+        self._start()
+
+    def stop(self) -> None:
+        self._halt(False)
+
+
+class ReferenceTarget:
+    name = "reference"
+
+    def __init__(self, workdir: Path, broker_conf: dict[str, str] | None = None) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        namesrv_port = free_ports(("127.0.0.1",))
+        broker_port = free_ports(("127.0.0.1",), (-2, 0, 1))
+        extra = {"mappedFileSizeCommitLog": str(256 * 1024 * 1024), **(broker_conf or {})}
+        self.servers = ReferenceServers(
+            workdir=workdir,
+            serialize="JSON",
+            namesrv_port=namesrv_port,
+            broker_port=broker_port,
+            broker_bind="127.0.0.1",
+            broker_ip1="127.0.0.1",
+            namesrv_addr_for_broker=f"127.0.0.1:{namesrv_port}",
+            extra_conf=tuple(f"{k}={v}" for k, v in extra.items()),
+        )
+        try:
+            self.servers.start_namesrv()
+            self.servers.start_broker()
+        except BaseException:
+            self.servers.stop()
+            raise
+
+    @property
+    def namesrv_addr(self) -> str:
+        return f"127.0.0.1:{self.servers.namesrv_port}"
+
+    def restart_broker(self, *, kill: bool = False) -> None:
+        broker = self.servers.broker
+        if broker is not None and broker.poll() is None:
+            if kill:
+                broker.kill()
+                broker.wait(10)
+            else:
+                self.servers.stop_broker()
+        out = self.servers.workdir / "broker.out"
+        out.rename(out.with_suffix(f".out.{int(time.time() * 1000)}"))
+        self.servers.start_broker()
+
+    def stop(self) -> None:
+        self.servers.stop()
+
+
+def start_target(name: str, workdir: Path, broker_conf: dict[str, str] | None = None) -> Target:
+    if name == "gateway":
+        return GatewayTarget(workdir, broker_conf)
+    if name == "reference":
+        return ReferenceTarget(workdir, broker_conf)
+    raise ValueError(name)
