@@ -152,7 +152,9 @@ class BrokerApp:
             await self._stop.wait()
             with trio.move_on_after(5):
                 await self.registrar.unregister_all()
+            self.controller.stopping = True
             self.server.shutdown()
+            self.controller.hold.wake_all()
             await self.server.wait_closed()
             nursery.cancel_scope.cancel()
 

@@ -85,6 +85,7 @@ class BrokerController:
         self.hold = PullHoldService()
         self.messages.listeners.append(self.hold.notify_message_arriving)
         self.locks = RebalanceLockManager()
+        self.stopping = False  # set at shutdown: pulls are no longer held
         self.schedule = ScheduleMessageService(self, config.delay_levels_ms())
         self.uniq_ids = UniqIdGenerator(host_bytes(config.broker_ip1))
         self._in_memory_bytes = (

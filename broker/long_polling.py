@@ -54,6 +54,12 @@ class PullHoldService:
                 held.event.set()
                 self.woken += 1
 
+    def wake_all(self) -> None:
+        """Answer every parked pull now (shutdown: clients get PULL_NOT_FOUND and pull elsewhere)."""
+        for parked in self._held.values():
+            for held in parked:
+                held.event.set()
+
     @property
     def held_count(self) -> int:
         return sum(len(v) for v in self._held.values())

@@ -83,7 +83,7 @@ class PullMessageProcessor:
             broker.offsets.commit(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
         result = self._get(header, tags_codes)
         code = self._code(header, result)
-        if code == ResponseCode.PULL_NOT_FOUND and flags & PullSysFlag.SUSPEND:
+        if code == ResponseCode.PULL_NOT_FOUND and flags & PullSysFlag.SUSPEND and not broker.stopping:
             timeout_ms = (
                 header.suspend_timeout_millis
                 if broker.config.long_polling_enable
