@@ -129,6 +129,11 @@ class BrokerController:
             logger.error("record at commit-log offset %d is unreadable: %s", commit_log_offset, err)
             return None
 
+    def earliest_message_time(self) -> int:
+        """Store time of the oldest record in the commit log (0 when empty)."""
+        record = self.look_message(self.store.min_phy_offset) if self.store.max_phy_offset else None
+        return record.store_timestamp if record is not None else 0
+
     def first_message_in_memory(self, topic: str, queue_id: int) -> bool:
         """``checkInMemByConsumeOffset(topic, queue, 0)``: is message 0 of the queue still in page cache."""
         cq = self.store.queues.find(topic, queue_id)

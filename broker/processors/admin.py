@@ -11,8 +11,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from broker.client_manager import ClientChannel
 from broker.controller import BrokerController
-from broker.topic_config_manager import TopicValidationError, is_system_topic, validate_topic
+from broker.subscription_group_manager import SubscriptionGroupConfig
+from broker.topic_config_manager import TopicValidationError, is_system_topic, is_valid_group, validate_topic
 from codec import fastjson
 from codec.bodies.lock import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
 from codec.bodies.register import TopicConfig
@@ -21,8 +23,11 @@ from codec.codes import LanguageCode, RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.headers.admin import (
     CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumeStatsRequestHeader,
+    GetProducerConnectionListRequestHeader,
+    GroupRequestHeader,
     TopicRequestHeader,
 )
 from codec.headers.base import EmptyHeader
@@ -37,6 +42,20 @@ def _mq_key(topic: str, broker_name: str, queue_id: int) -> dict[str, Any]:
     return {"brokerName": broker_name, "queueId": queue_id, "topic": topic}
 
 
+def _connection(channel: ClientChannel) -> dict[str, Any]:
+    """``Connection`` of a consumer or producer connection list."""
+    try:
+        language = LanguageCode(channel.language).name
+    except ValueError:
+        language = LanguageCode.OTHER.name
+    return {
+        "clientAddr": channel.connection.remote_addr,
+        "clientId": channel.client_id,
+        "language": language,
+        "version": channel.version,
+    }
+
+
 class AdminBrokerProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
@@ -46,6 +65,7 @@ class AdminBrokerProcessor:
         reg(RequestCode.UPDATE_AND_CREATE_TOPIC, self.update_and_create_topic, CreateTopicRequestHeader)
         reg(RequestCode.DELETE_TOPIC_IN_BROKER, self.delete_topic, TopicRequestHeader)
         reg(RequestCode.GET_ALL_TOPIC_CONFIG, self.get_all_topic_config, None)
+        reg(RequestCode.GET_TOPIC_CONFIG, self.get_topic_config, TopicRequestHeader)
         reg(RequestCode.GET_TOPIC_STATS_INFO, self.get_topic_stats_info, TopicRequestHeader)
         reg(RequestCode.GET_CONSUME_STATS, self.get_consume_stats, GetConsumeStatsRequestHeader)
         reg(
@@ -53,6 +73,23 @@ class AdminBrokerProcessor:
             self.get_consumer_connection_list,
             GetConsumerConnectionListRequestHeader,
         )
+        reg(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, self.query_topic_consume_by_who, TopicRequestHeader)
+        reg(RequestCode.QUERY_TOPICS_BY_CONSUMER, self.query_topics_by_consumer, GroupRequestHeader)
+        reg(
+            RequestCode.GET_PRODUCER_CONNECTION_LIST,
+            self.get_producer_connection_list,
+            GetProducerConnectionListRequestHeader,
+        )
+        reg(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, self.update_subscription_group, None)
+        reg(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, self.get_all_subscription_groups, None)
+        reg(RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, self.get_subscription_group, GroupRequestHeader)
+        reg(
+            RequestCode.DELETE_SUBSCRIPTIONGROUP,
+            self.delete_subscription_group,
+            DeleteSubscriptionGroupRequestHeader,
+        )
+        reg(RequestCode.GET_ALL_CONSUMER_OFFSET, self.get_all_consumer_offset, None)
+        reg(RequestCode.GET_ALL_DELAY_OFFSET, self.get_all_delay_offset, None)
         reg(RequestCode.GET_BROKER_RUNTIME_INFO, self.get_broker_runtime_info, None)
         reg(RequestCode.GET_BROKER_CONFIG, self.get_broker_config, None)
         reg(RequestCode.LOCK_BATCH_MQ, self.lock_batch_mq, EmptyHeader)
@@ -103,6 +140,17 @@ class AdminBrokerProcessor:
         doc["mappingDataVersion"] = doc["dataVersion"]
         doc["topicQueueMappingDetailMap"] = {}
         return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps(doc))
+
+    def get_topic_config(
+        self, _ctx: RequestContext, request: RemotingCommand, header: TopicRequestHeader
+    ) -> RemotingCommand:
+        """``TopicConfigAndQueueMapping``: the topic config (no static-topic mapping here)."""
+        topic = self.broker.topics.select(header.topic)
+        if topic is None:
+            return request.make_response(
+                ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {header.topic}"
+            )
+        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps(topic.to_obj()))
 
     def get_topic_stats_info(
         self, _ctx: RequestContext, request: RemotingCommand, header: TopicRequestHeader
@@ -172,6 +220,78 @@ class AdminBrokerProcessor:
         body = b'{"consumeTps":0.0,"offsetTable":' + fastjson.dumps_object_keys(entries) + b"}"
         return request.make_response(ResponseCode.SUCCESS, body=body)
 
+    def query_topic_consume_by_who(
+        self, _ctx: RequestContext, request: RemotingCommand, header: TopicRequestHeader
+    ) -> RemotingCommand:
+        broker = self.broker
+        groups = set(broker.clients.groups_subscribing(header.topic))
+        groups.update(broker.offsets.groups_of_topic(header.topic))
+        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps({"groupList": sorted(groups)}))
+
+    def query_topics_by_consumer(
+        self, _ctx: RequestContext, request: RemotingCommand, header: GroupRequestHeader
+    ) -> RemotingCommand:
+        topics = sorted(set(self.broker.offsets.topics_of_group(header.group)))
+        body = {"brokerAddr": self.broker.config.broker_addr, "topicList": topics}
+        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps(body))
+
+    def get_producer_connection_list(
+        self, _ctx: RequestContext, request: RemotingCommand, header: GetProducerConnectionListRequestHeader
+    ) -> RemotingCommand:
+        channels = self.broker.clients.producers.get(header.producer_group)
+        if not channels:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR, f"the producer group[{header.producer_group}] not exist"
+            )
+        body = {"connectionSet": [_connection(c) for c in channels.values()]}
+        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps(body))
+
+    # -- subscription groups ---------------------------------------------------------------------
+
+    def update_subscription_group(
+        self, _ctx: RequestContext, request: RemotingCommand, _header: Any
+    ) -> RemotingCommand:
+        group = SubscriptionGroupConfig.decode(request.body)
+        if not is_valid_group(group.group_name):
+            return request.make_response(
+                ResponseCode.INVALID_PARAMETER, f"invalid group name {group.group_name!r}"
+            )
+        self.broker.groups.update(group)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def get_all_subscription_groups(
+        self, _ctx: RequestContext, request: RemotingCommand, _header: Any
+    ) -> RemotingCommand:
+        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps(self.broker.groups.to_obj()))
+
+    def get_subscription_group(
+        self, _ctx: RequestContext, request: RemotingCommand, header: GroupRequestHeader
+    ) -> RemotingCommand:
+        group = self.broker.groups.find(header.group, create=False)
+        if group is None:
+            return request.make_response(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"group {header.group} not exist"
+            )
+        return request.make_response(ResponseCode.SUCCESS, body=group.encode())
+
+    def delete_subscription_group(
+        self, _ctx: RequestContext, request: RemotingCommand, header: DeleteSubscriptionGroupRequestHeader
+    ) -> RemotingCommand:
+        self.broker.groups.delete(header.group_name)
+        if header.clean_offset:
+            self.broker.offsets.remove_group(header.group_name)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def get_all_consumer_offset(
+        self, _ctx: RequestContext, request: RemotingCommand, _header: Any
+    ) -> RemotingCommand:
+        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps(self.broker.offsets.to_obj()))
+
+    def get_all_delay_offset(
+        self, _ctx: RequestContext, request: RemotingCommand, _header: Any
+    ) -> RemotingCommand:
+        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps(self.broker.schedule.to_obj()))
+
     def get_consumer_connection_list(
         self, _ctx: RequestContext, request: RemotingCommand, header: GetConsumerConnectionListRequestHeader
     ) -> RemotingCommand:
@@ -180,20 +300,7 @@ class AdminBrokerProcessor:
             return request.make_response(
                 ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{header.consumer_group}] not online"
             )
-        connections = []
-        for channel in info.channels.values():
-            try:
-                language = LanguageCode(channel.language).name
-            except ValueError:
-                language = LanguageCode.OTHER.name
-            connections.append(
-                {
-                    "clientAddr": channel.connection.remote_addr,
-                    "clientId": channel.client_id,
-                    "language": language,
-                    "version": channel.version,
-                }
-            )
+        connections = [_connection(c) for c in info.channels.values()]
         doc = {
             "connectionSet": connections,
             "consumeFromWhere": info.consume_from_where,
@@ -230,7 +337,7 @@ class AdminBrokerProcessor:
             "sendThreadPoolQueueHeadWaitTimeMills": "0",
             "pullThreadPoolQueueHeadWaitTimeMills": "0",
             "pageCacheLockTimeMills": "0",
-            "earliestMessageTimeStamp": "0",
+            "earliestMessageTimeStamp": str(broker.earliest_message_time()),
             "commitLogDiskRatio": "0.0",
             "commitLogMinOffset": str(store.min_phy_offset),
             "commitLogMaxOffset": str(store.max_phy_offset),
