@@ -60,11 +60,18 @@ def _wait_for_line(path: Path, pattern: str, proc: subprocess.Popen[str], timeou
     raise TimeoutError(f"{pattern!r} not seen within {timeout} s in {path}")
 
 
-def start_gateway_namesrv(workdir: Path) -> tuple[subprocess.Popen[str], str]:
-    """Our NameServer through the real CLI; returns the process and its address."""
+def start_gateway_namesrv(
+    workdir: Path, conf: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    """Our NameServer through the real CLI (``conf``: namesrv.conf keys); returns it and its address."""
     log = workdir / "gateway-namesrv.log"
+    args = [sys.executable, "-m", "gateway.cli", "namesrv", "--namesrv-port", "0"]
+    if conf:
+        conf_file = workdir / "gateway-namesrv.conf"
+        conf_file.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
+        args += ["-c", str(conf_file)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gateway.cli", "namesrv", "--namesrv-port", "0"],
+        args,
         stdout=subprocess.DEVNULL,
         stderr=log.open("w"),
         env={**os.environ, "HOME": str(workdir)},
@@ -74,10 +81,38 @@ def start_gateway_namesrv(workdir: Path) -> tuple[subprocess.Popen[str], str]:
     return proc, line.split("=", 1)[1]
 
 
+def start_reference_namesrv(workdir: Path) -> tuple[subprocess.Popen[str], str]:
+    """The real Apache RocketMQ NameServer on a free loopback port; returns it and its address."""
+    port = free_port()
+    conf = workdir / "namesrv.conf"
+    conf.write_text(f"listenPort={port}\nbindAddress=127.0.0.1\n")
+    out = workdir / "namesrv.out"
+    proc = subprocess.Popen(
+        [
+            "java",
+            "-Xms128m",
+            "-Xmx128m",
+            f"-Duser.home={workdir}",
+            f"-Drocketmq.home.dir={workdir}",
+            "-cp",
+            f"{REFERENCE_LIB}/*",
+            "org.apache.rocketmq.namesrv.NamesrvStartup",
+            "-c",
+            str(conf),
+        ],
+        stdout=out.open("w"),
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    _wait_for_line(out, r"boot success", proc, 60)
+    return proc, f"127.0.0.1:{port}"
+
+
 def start_reference_broker(
-    workdir: Path, namesrv_addr: str, broker_name: str = "broker-ref"
+    workdir: Path, namesrv_addr: str, broker_name: str = "broker-ref", extra: dict[str, str] | None = None
 ) -> tuple[subprocess.Popen[str], str]:
-    """The real Apache RocketMQ broker registering to ``namesrv_addr``; returns it and its address."""
+    """The real Apache RocketMQ broker registering to ``namesrv_addr`` (``;``-separated list);
+    returns it and its address. ``extra``: more broker.conf keys."""
     port = free_port(spare_below=2, spare_above=1)
     store = workdir / "store"
     conf = workdir / "broker.conf"
@@ -96,6 +131,7 @@ def start_reference_broker(
                 f"storePathCommitLog={store / 'commitlog'}",
                 "mappedFileSizeCommitLog=67108864",
                 "autoCreateTopicEnable=true",
+                *(f"{k}={v}" for k, v in (extra or {}).items()),
                 "",
             ]
         )
@@ -144,7 +180,9 @@ def run_mqadmin(namesrv_addr: str, *args: str, home: Path, timeout: float = 60) 
     )
     lines = (result.stdout + result.stderr).splitlines()
     return "\n".join(
-        line for line in lines if line.strip() and "logback" not in line and " INFO " not in line
+        line
+        for line in lines
+        if line.strip() and "logback" not in line and " INFO " not in line and " |-" not in line
     )
 
 

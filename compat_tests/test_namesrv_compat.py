@@ -1,12 +1,22 @@
-"""Our NameServer with the real Apache RocketMQ 5.3.3 broker, real Java clients and mqadmin."""
+"""Our NameServer next to the real one: the real Apache RocketMQ 5.3.3 broker registers to both,
+``mqadmin`` asks both the same questions and must get the same answers, and real 4.9.8 / 5.3.3
+producers send through the real broker using routes from our NameServer."""
 
 from __future__ import annotations
 
 import re
+import signal
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+import trio
 
+from codec import fastjson
+from codec.bodies.route import TopicRouteData
+from codec.codes import RequestCode
+from codec.command import RemotingCommand
 from compat_tests.reference import (
     CLIENT_LINES,
     REFERENCE_LIB,
@@ -14,10 +24,16 @@ from compat_tests.reference import (
     run_mqadmin,
     start_gateway_namesrv,
     start_reference_broker,
+    start_reference_namesrv,
     stop,
 )
+from gateway.client import connect
 
 pytestmark = pytest.mark.compat
+
+EXPIRY_MS = (
+    15000  # our NameServer's brokerChannelExpiredTime here (default 120 s); > the 10 s register period
+)
 
 
 def test_reference_jars_are_installed() -> None:
@@ -25,47 +41,129 @@ def test_reference_jars_are_installed() -> None:
     assert any(p.name.startswith("rocketmq-broker-5.3.3") for p in REFERENCE_LIB.iterdir())
 
 
+def route_of(naddr: str, topic: str, home: Path) -> dict[str, Any]:
+    out = run_mqadmin(naddr, "topicRoute", "-t", topic, home=home)
+    start = out.find("{")
+    assert start >= 0, out
+    route: dict[str, Any] = fastjson.loads(out[start:])  # mqadmin prints fastjson's bare int keys
+    return route
+
+
+def normalized(route: dict[str, Any]) -> dict[str, Any]:
+    """What a client uses from a route, in a canonical order."""
+    return {
+        "brokers": sorted(
+            (b["brokerName"], b["cluster"], sorted((str(k), v) for k, v in b["brokerAddrs"].items()))
+            for b in route["brokerDatas"]
+        ),
+        "queues": sorted(
+            (q["brokerName"], q["readQueueNums"], q["writeQueueNums"], q["perm"], q["topicSysFlag"])
+            for q in route["queueDatas"]
+        ),
+    }
+
+
+def tbw102_perm(naddr: str) -> int:
+    """The perm of TBW102's queue data, asked directly (milliseconds, unlike an mqadmin JVM)."""
+
+    async def ask() -> int:
+        async with connect(naddr) as conn:
+            request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"})
+            response = await conn.invoke(request, 5)
+        return TopicRouteData.decode(response.body).queue_datas[0].perm
+
+    return trio.run(ask)
+
+
+def wait_for(predicate: Any, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"not within {seconds} s: {what}")
+
+
 def test_real_broker_clients_and_mqadmin_through_our_namesrv(tmp_path: Path) -> None:
-    namesrv, naddr = start_gateway_namesrv(tmp_path)
+    ours, ours_addr = start_gateway_namesrv(
+        tmp_path, {"brokerChannelExpiredTime": str(EXPIRY_MS), "scanNotActiveBrokerInterval": "1000"}
+    )
+    real, real_addr = start_reference_namesrv(tmp_path)
     broker = None
+    both = (ours_addr, real_addr)
     try:
-        broker, baddr = start_reference_broker(tmp_path, naddr)
-
-        cluster = run_mqadmin(naddr, "clusterList", home=tmp_path)
-        assert re.search(rf"DefaultCluster\s+broker-ref\s+0\s+{re.escape(baddr)}\s+V5_3_3", cluster), cluster
-
-        route = run_mqadmin(naddr, "topicRoute", "-t", "TBW102", home=tmp_path)
-        assert baddr in route
-        assert '"perm":7' in route
+        broker, baddr = start_reference_broker(
+            tmp_path, f"{ours_addr};{real_addr}", extra={"registerNameServerPeriod": "10000"}
+        )
+        wait_for(
+            lambda: baddr in run_mqadmin(real_addr, "clusterList", home=tmp_path), 30, "real registration"
+        )
+        for naddr in both:
+            cluster = run_mqadmin(naddr, "clusterList", home=tmp_path)
+            assert re.search(rf"DefaultCluster\s+broker-ref\s+0\s+{re.escape(baddr)}\s+V5_3_3", cluster), (
+                cluster
+            )
+        assert normalized(route_of(ours_addr, "TBW102", tmp_path)) == normalized(
+            route_of(real_addr, "TBW102", tmp_path)
+        )
 
         for line in CLIENT_LINES:
-            out = run_capture(line, naddr, f"CompatTopic_{line.replace('.', '_')}", tmp_path)
+            out = run_capture(line, ours_addr, f"CompatTopic_{line.replace('.', '_')}", tmp_path)
             assert "send: SendResult [sendStatus=SEND_OK" in out, out
             assert "batch: SendResult [sendStatus=SEND_OK" in out, out
-
-        topics = run_mqadmin(naddr, "topicList", home=tmp_path)
-        assert "CompatTopic_4_9_8" in topics.splitlines()
-        assert "CompatTopic_5_3_3" in topics.splitlines()
-
-        assert "success" in run_mqadmin(
-            naddr, "updateKvConfig", "-s", "ns1", "-k", "k1", "-v", "v1", home=tmp_path
+        topic_lists = [set(run_mqadmin(n, "topicList", home=tmp_path).splitlines()) for n in both]
+        assert {"CompatTopic_4_9_8", "CompatTopic_5_3_3"} <= topic_lists[0]
+        assert topic_lists[0] == topic_lists[1]
+        assert normalized(route_of(ours_addr, "CompatTopic_5_3_3", tmp_path)) == normalized(
+            route_of(real_addr, "CompatTopic_5_3_3", tmp_path)
         )
-        assert "success" in run_mqadmin(naddr, "deleteKvConfig", "-s", "ns1", "-k", "k1", home=tmp_path)
 
-        wiped = run_mqadmin(naddr, "wipeWritePerm", "-b", "broker-ref", home=tmp_path)
-        assert re.search(r"wipe write perm of broker\[broker-ref\] in name server\[.*\] OK, (\d+)", wiped), (
-            wiped
+        for naddr in both:
+            assert "success" in run_mqadmin(
+                naddr, "updateKvConfig", "-s", "ns1", "-k", "k1", "-v", "v1", home=tmp_path
+            )
+            assert "success" in run_mqadmin(naddr, "deleteKvConfig", "-s", "ns1", "-k", "k1", home=tmp_path)
+            # The broker's next registration (every 10 s here) restores the perm, in the real
+            # NameServer too; so read the route right after the command, and retry if one intervened.
+            for _ in range(3):
+                wiped = run_mqadmin(naddr, "wipeWritePerm", "-b", "broker-ref", home=tmp_path)
+                assert re.search(
+                    r"wipe write perm of broker\[broker-ref\] in name server\[.*\] OK, 1", wiped
+                ), wiped
+                if tbw102_perm(naddr) == 5:
+                    break
+            else:
+                raise AssertionError(f"wipeWritePerm had no effect on {naddr}")
+            added = run_mqadmin(naddr, "addWritePerm", "-b", "broker-ref", home=tmp_path)
+            assert re.search(r"add write perm of broker\[broker-ref\] in name server\[.*\] OK, 1", added), (
+                added
+            )
+            assert tbw102_perm(naddr) & 2  # writable again: 6 from the command, or 7 re-registered
+
+        # A broker that stops heartbeating (frozen, connection still open) expires; back, it re-registers.
+        broker.send_signal(signal.SIGSTOP)
+        try:
+            wait_for(
+                lambda: "broker-ref" not in run_mqadmin(ours_addr, "clusterList", home=tmp_path),
+                EXPIRY_MS / 1000 + 15,
+                "expiry of a silent broker",
+            )
+        finally:
+            broker.send_signal(signal.SIGCONT)
+        wait_for(
+            lambda: "broker-ref" in run_mqadmin(ours_addr, "clusterList", home=tmp_path),
+            30,
+            "re-registration",
         )
-        route = run_mqadmin(naddr, "topicRoute", "-t", "TBW102", home=tmp_path)
-        assert '"perm":5' in route
-        added = run_mqadmin(naddr, "addWritePerm", "-b", "broker-ref", home=tmp_path)
-        assert "OK" in added, added
 
-        stop(broker)
+        stop(broker)  # its connections close: both NameServers drop it at once
         broker = None
-        route = run_mqadmin(naddr, "topicRoute", "-t", "TBW102", home=tmp_path)
-        assert "No topic route info" in route or "TOPIC_NOT_EXIST" in route, route
+        for naddr in both:
+            route = run_mqadmin(naddr, "topicRoute", "-t", "TBW102", home=tmp_path)
+            assert "No topic route info" in route or "TOPIC_NOT_EXIST" in route, route
     finally:
         if broker is not None:
+            broker.send_signal(signal.SIGCONT)
             stop(broker)
-        stop(namesrv)
+        stop(real)
+        stop(ours)
