@@ -13,14 +13,19 @@ Events (``"event"`` key):
   ``body`` (text) or ``bodyLen`` + ``bodySha1`` for bodies over 1000 bytes; oneway sends give
   only ``i, tags, keys, body...``; batches add ``batchFirst``; ``selector-keys`` adds ``shardKey``.
 * ``send_error``: ``i, error``.
-* ``received``: ``msgId, offsetMsgId, topic, queueId, queueOffset, tags, keys, body`` (or
+* ``received``: ``msgId, offsetMsgId, uid, topic, queueId, queueOffset, tags, keys, body`` (or
   ``bodyLen`` + ``bodySha1``), ``props`` (user properties), ``sysProps``, ``reconsumeTimes``,
   ``bornTimestamp``, ``storeTimestamp``, ``delay``, ``flag``, ``sysFlag``, ``bornHost``,
   ``storeHost``, ``commitLogOffset``, ``storeSize``, ``status`` (``success``, ``later`` or
-  ``suspend``: what the listener answered) and ``seen`` (deliveries of this msgId so far).
+  ``suspend``: what the listener answered) and ``seen`` (deliveries of this ``uid`` so far).
+  ``uid`` identifies a stored message across redeliveries: ``ORIGIN_MESSAGE_ID`` on retries, else
+  ``offsetMsgId``; consumers count ``expect`` in distinct acknowledged uids. (``msgId`` is the
+  UNIQ_KEY, which is not unique for 5.x batches: the 5.x client gives the batch its own
+  UNIQ_KEY and the broker appends the batch's properties to every message in it.)
 * ``pulled`` (pull command only, idle rounds left out): ``queueId, offset, status,
   nextBeginOffset, minOffset, maxOffset, count``.
-* ``done``: producers ``sent, errors, complete``; consumers ``received, distinct, acked``.
+* ``done``: producers ``sent, errors, complete``; consumers ``received`` (deliveries),
+  ``distinct`` (uids), ``acked`` (uids acknowledged) and ``stopped`` (ended by SIGTERM).
 * ``error``: ``error`` (and ``trace`` for exceptions); the exit status is then non-zero.
 """
 
@@ -72,6 +77,7 @@ def command_line(
         "-Xms64m",
         "-Xmx256m",
         "-XX:+UseSerialGC",
+        "-Dfile.encoding=UTF-8",
         f"-Duser.home={home}",
         f"-Drocketmq.client.logRoot={home / 'logs'}",
         "-Drocketmq.client.logLevel=INFO",
@@ -88,6 +94,12 @@ def command_line(
         text = str(value).lower() if isinstance(value, bool) else str(value)
         argv.append(f"{key.replace('_', '-')}={text}")
     return argv
+
+
+def java_env() -> dict[str, str]:
+    """The JVM's environment: a UTF-8 locale, so non-ASCII arguments (keys, props) reach it intact
+    (the JVM decodes its argv with the locale's charset, ``sun.jnu.encoding``)."""
+    return {**os.environ, "LC_ALL": "C.UTF-8"}
 
 
 def parse_events(stdout: str) -> list[Event]:
@@ -138,6 +150,7 @@ def run_scenario(
                 argv,
                 stdout=subprocess.PIPE,
                 stderr=err,
+                env=java_env(),
                 timeout=timeout + SHUTDOWN_GRACE_S,
                 check=False,
             )
@@ -173,7 +186,7 @@ class ScenarioProcess:
         self._queue: queue.Queue[Event | None] = queue.Queue()
         with stderr_path.open("wb") as err:
             self.proc: subprocess.Popen[bytes] = subprocess.Popen(
-                argv, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL
+                argv, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, env=java_env()
             )
         assert self.proc.stdout is not None
         self._reader = threading.Thread(

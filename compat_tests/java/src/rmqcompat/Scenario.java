@@ -602,10 +602,27 @@ public final class Scenario {
         return args.getOrDefault("instance", kind + "-" + ProcessHandle.current().pid());
     }
 
+    /**
+     * The identity of a delivered message for counting: the offset message id of its first stored
+     * copy (ORIGIN_MESSAGE_ID on retries), else its offset message id. Not msgId (UNIQ_KEY): the
+     * 5.x clients put a batch-level UNIQ_KEY on batches, which the broker copies into every message.
+     */
+    static String uid(MessageExt m) {
+        String origin = m.getProperty("ORIGIN_MESSAGE_ID");
+        if (origin != null && !origin.isEmpty()) {
+            return origin;
+        }
+        if (m instanceof MessageClientExt) {
+            return ((MessageClientExt) m).getOffsetMsgId();
+        }
+        return m.getMsgId();
+    }
+
     static Map<String, Object> received(MessageExt m) throws Exception {
         Map<String, Object> ev = event("received");
         ev.put("msgId", m.getMsgId());
         ev.put("offsetMsgId", m instanceof MessageClientExt ? ((MessageClientExt) m).getOffsetMsgId() : null);
+        ev.put("uid", uid(m));
         ev.put("topic", m.getTopic());
         ev.put("queueId", m.getQueueId());
         ev.put("queueOffset", m.getQueueOffset());
@@ -634,7 +651,7 @@ public final class Scenario {
         return ev;
     }
 
-    /** Counts deliveries per message id; `expect` is reached by distinct acknowledged messages. */
+    /** Counts deliveries per uid; `expect` is reached by distinct acknowledged messages. */
     static final class Tally {
         final Map<String, Integer> seen = new ConcurrentHashMap<>();
         final Set<String> acked = ConcurrentHashMap.newKeySet();
@@ -722,7 +739,7 @@ public final class Scenario {
         if (orderly) {
             consumer.registerMessageListener((MessageListenerOrderly) (msgs, ctx) -> {
                 for (MessageExt m : msgs) {
-                    int n = tally.see(m.getMsgId());
+                    int n = tally.see(uid(m));
                     boolean retry = n <= later;
                     emitReceived(m, retry ? "suspend" : "success", n);
                     if (retry) {
@@ -730,7 +747,7 @@ public final class Scenario {
                     }
                 }
                 for (MessageExt m : msgs) {
-                    tally.ack(m.getMsgId());
+                    tally.ack(uid(m));
                 }
                 return ConsumeOrderlyStatus.SUCCESS;
             });
@@ -738,7 +755,7 @@ public final class Scenario {
             consumer.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
                 boolean retry = false;
                 for (MessageExt m : msgs) {
-                    int n = tally.see(m.getMsgId());
+                    int n = tally.see(uid(m));
                     retry |= n <= later;
                     emitReceived(m, n <= later ? "later" : "success", n);
                 }
@@ -746,7 +763,7 @@ public final class Scenario {
                     return ConsumeConcurrentlyStatus.RECONSUME_LATER;
                 }
                 for (MessageExt m : msgs) {
-                    tally.ack(m.getMsgId());
+                    tally.ack(uid(m));
                 }
                 return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
             });
@@ -833,9 +850,9 @@ public final class Scenario {
             }
             long left = Math.max(1, (stopAt - System.nanoTime()) / 1_000_000);
             for (MessageExt m : poller.poll(Math.min(1000, left))) {
-                int n = tally.see(m.getMsgId());
-                emitReceived(m, "success", n);
-                tally.ack(m.getMsgId());
+                String id = uid(m);
+                emitReceived(m, "success", tally.see(id));
+                tally.ack(id);
             }
         }
         return byDuration || tally.acked.size() >= tally.expect;
