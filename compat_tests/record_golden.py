@@ -227,6 +227,10 @@ def main() -> None:
             report["layouts"][layout.name] = {
                 "seconds": round(time.monotonic() - t0, 1),
                 "frames_seen": len(rec.frames),
+                "connections": {
+                    label: sum(1 for c in rec.connections if c.label == label)
+                    for label in ("namesrv", "broker", "broker-vip")
+                },
                 "frames_kept": counts,
                 "records": names,
                 "steps": rec.results,
