@@ -56,7 +56,8 @@ import org.apache.rocketmq.common.message.MessageQueue;
  *            [send-timeout-ms=5000] [retries=2] [timeout=60]
  *   consume  group= topic= [subscription=*] [expect=N] [duration=S] [model=clustering|broadcasting]
  *            [orderly=false] [from=first|last|timestamp] [timestamp=yyyyMMddHHmmss]
- *            [reconsume-later=K] [max-reconsume=M] [suspend-ms=] [instance=] [timeout=60]
+ *            [reconsume-later=K] [max-reconsume=M] [suspend-ms=] [pull-delay-on-error-ms=200]
+ *            [instance=] [timeout=60]
  *   litepull group= topic= expect=N [mode=subscribe|assign] [subscription=*] [seek=OFFSET]
  *            [from=first|last|timestamp] [timestamp=] [instance=] [duration=S] [timeout=60]
  *   pull     group= topic= expect=N [subscription=*] [offset=0] [block=false] [commit=false]
@@ -724,6 +725,8 @@ public final class Scenario {
         consumer.setNamesrvAddr(require("namesrv"));
         consumer.setVipChannelEnabled(false);
         consumer.setInstanceName(instance("consumer"));
+        // after a failed pull (e.g. a broker restart) retry after 200 ms instead of the default 3 s
+        consumer.getDefaultMQPushConsumerImpl().setPullTimeDelayMillsWhenException(intArg("pull-delay-on-error-ms", 200));
         consumer.subscribe(topic, args.getOrDefault("subscription", "*"));
         consumer.setConsumeFromWhere(fromWhere());
         if (args.containsKey("timestamp")) {
