@@ -28,6 +28,7 @@ from codec.bodies.register import PERM_READ, PERM_WRITE, TopicConfig
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.errors import MessageFormatError
+from codec.hashing import java_hashmap_order
 from codec.headers.client import ConsumerSendMsgBackRequestHeader
 from codec.headers.send import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
 from codec.message import MessageRecord, MessageSysFlag
@@ -39,6 +40,7 @@ from codec.properties import (
     MSG_REGION,
     ORIGIN_MESSAGE_ID,
     POP_CK,
+    PROPERTY_SEPARATOR,
     REAL_QID,
     REAL_TOPIC,
     RECONSUME_TIME,
@@ -68,6 +70,7 @@ FORBIDDEN_SEND_TOPICS = frozenset(
     }
 )
 TOPIC_FILTER_MULTI_TAG = "MULTI_TAG"
+_PROPERTIES_MAP_CAPACITY = 128  # MessageDecoder.string2messageProperties: new HashMap<>(128)
 
 _PUT_STATUS_CODES = {
     PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
@@ -189,6 +192,13 @@ class SendMessageProcessor:
             reconsume_times=header.reconsume_times or 0,
         )
 
+    @staticmethod
+    def _encode_java_order(props: dict[str, str]) -> str:
+        """The properties string as the Java broker writes it: its ``HashMap(128)`` iteration order."""
+        return encode_properties(
+            {k: props[k] for k in java_hashmap_order(list(props), _PROPERTIES_MAP_CAPACITY)}
+        )
+
     def _add_broker_properties(self, props: dict[str, str]) -> None:
         config = self.broker.config
         if UNIQ_KEY not in props:
@@ -225,6 +235,7 @@ class SendMessageProcessor:
         record = self._base_record(ctx, header, topic, queue_id, bytes(request.body), props)
         record.sys_flag = sys_flag
         self._apply_delay(record, props)
+        record.properties = self._encode_java_order(props)
         return record
 
     def _retry_or_dlq(
@@ -296,11 +307,26 @@ class SendMessageProcessor:
         sys_flag = header.sys_flag
         if topic_config.topic_filter_type == TOPIC_FILTER_MULTI_TAG:
             sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
+        # As the 5.x broker (MessageExtEncoder.encodeBatch): each inner message keeps its own
+        # properties string and gets the batch-level ones appended (the header's, plus region,
+        # trace switch and cluster), so a batch UNIQ_KEY from a 5.x client overrides the inner ones.
+        batch_props = decode_properties(header.properties)
+        config = self.broker.config
+        batch_props[MSG_REGION] = config.region_id
+        batch_props[TRACE_ON] = "true" if config.trace_on else "false"
+        batch_props[CLUSTER] = config.broker_cluster_name
+        batch_props.pop(POP_CK, None)
+        suffix = self._encode_java_order(batch_props)
         records = []
         for entry in entries:
-            props = decode_properties(entry.properties)
-            self._add_broker_properties(props)
-            record = self._base_record(ctx, header, topic, queue_id, entry.body, props)
+            own = entry.properties
+            if own and not own.endswith(PROPERTY_SEPARATOR):
+                own += PROPERTY_SEPARATOR
+            props = decode_properties(own)
+            if UNIQ_KEY not in props and UNIQ_KEY not in batch_props:
+                own += encode_properties({UNIQ_KEY: self.broker.uniq_ids.next_id()})
+            record = self._base_record(ctx, header, topic, queue_id, entry.body, {})
+            record.properties = own + suffix
             record.flag = entry.flag
             record.sys_flag = sys_flag
             records.append(record)

@@ -3,6 +3,7 @@ through the wire protocol (our own client; the Java clients are in compat_tests/
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,6 +16,7 @@ from codec.batch import BatchEntry, encode_batch
 from codec.bodies.lock import LockBatchRequestBody, LockBatchResponseBody, MessageQueue
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
+from codec.frame import FrameDecoder
 from codec.headers.pull import PullMessageRequestHeader, PullSysFlag
 from codec.headers.send import SendMessageRequestHeaderV2
 from codec.message import MessageRecord, iter_records
@@ -216,9 +218,7 @@ async def test_consumer_offsets_persist_across_restart(tmp_path: Path) -> None:
         unknown_group = await conn.invoke(
             RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, {**query, "commitOffset": "2"}), 3
         )
-        assert (
-            unknown_group.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
-        )  # no auto-creation
+        assert unknown_group.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST  # no auto-creation
         await conn.invoke(pull_request("TO", 0), 3)  # a pull does
         update = await conn.invoke(
             RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, {**query, "commitOffset": "2"}), 3
@@ -279,3 +279,42 @@ async def test_order_locks_and_query_by_key_and_id(tmp_path: Path) -> None:
         )
         assert [r.body for r in records(view)] == [b"findme"]
         assert app.controller.locks.holds_any("cg", app.controller.now_ms())
+
+
+GOLDEN = Path(__file__).resolve().parent.parent / "golden"
+
+
+def golden_request(layout: str, code_name: str, key: str) -> RemotingCommand:
+    """A request recorded from a real client whose properties or body mention ``key``."""
+    for path in sorted((GOLDEN / "frames" / layout).glob(f"*-{code_name}-req.bin")):
+        [cmd] = FrameDecoder().feed(path.read_bytes())
+        if key in (cmd.ext_fields or {}).get("i", "") or key.encode() in cmd.body:
+            return cmd
+    raise LookupError(f"no {code_name} request mentioning {key} in {layout}")
+
+
+def golden_properties(name: str) -> str:
+    meta: dict[str, str] = json.loads((GOLDEN / "records" / f"{name}.json").read_text())
+    return meta["properties"]
+
+
+async def test_stored_properties_are_those_the_real_broker_writes(tmp_path: Path) -> None:
+    """Replaying real clients' sends, our broker stores the very properties strings the real
+    5.3.3 broker stored for them (Java HashMap order; batch-level properties appended)."""
+    async with running_broker(tmp_path) as (_app, conn):
+        for line in ("4.9.8", "5.3.3"):
+            single = golden_request(f"{line}-JSON", "SEND_MESSAGE_V2", f"golden-chinese-{line}")
+            batch = golden_request(f"{line}-JSON", "SEND_BATCH_MESSAGE", f"golden-batch0-{line}")
+            for request in (single, batch):
+                response = await conn.invoke(request, 5)
+                assert response.code == ResponseCode.SUCCESS, response.remark
+            topic_name = (single.ext_fields or {})["b"]
+            stored: dict[str, str] = {}
+            for queue_id in range(4):
+                pulled = await conn.invoke(pull_request(topic_name, 0, queue_id=queue_id, flags=0x4), 3)
+                for record in records(pulled):
+                    stored[decode_properties(record.properties).get(KEYS, "")] = record.properties
+            chinese = golden_properties(f"{line}-chinese")
+            assert stored[decode_properties(chinese)[KEYS]] == chinese
+            batch0 = golden_properties(f"{line}-batch-0")
+            assert stored[decode_properties(batch0)[KEYS]] == batch0
