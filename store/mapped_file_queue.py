@@ -141,12 +141,17 @@ class MappedFileQueue:
         return mf
 
     def truncate_dirty(self, offset: int) -> None:
-        """Make ``offset`` the end of the data: set the containing file's positions, delete later files."""
+        """Make ``offset`` the end of the data: set the containing file's positions (zeroing the
+        bytes cut off), delete later files."""
         keep: list[MappedFile] = []
         for mf in self.files:
             if mf.file_end_offset > offset:
                 if offset >= mf.file_from_offset:
                     pos = offset - mf.file_from_offset
+                    old_end = max(mf.wrote_position, pos)
+                    if old_end > pos:
+                        # Zero what is cut off: stale units must not reappear at the next load.
+                        mf.mm[pos:old_end] = bytes(old_end - pos)
                     mf.wrote_position = pos
                     mf.flushed_position = min(mf.flushed_position, pos)
                     keep.append(mf)
