@@ -1,0 +1,318 @@
+"""Store directories move both ways between the real Apache RocketMQ 5.3.3 broker and our store.
+
+(a) The real broker stores messages sent by a real producer (keys, tags, several queues, a batch,
+    rolling commit-log files); after a clean stop our :class:`store.message_store.MessageStore`
+    opens its directory and finds every message at its queue offset and physical offset, and by
+    every key. With ``RMQ_STORE_WRITE_GOLDEN=1`` the directory is also copied to
+    ``tests/golden/store/real-5.3.3`` for the Java-free test ``tests/store/test_golden_store.py``.
+(b) Our store writes a directory (and ``config/topics.json``); the real broker starts on it and a
+    real ``DefaultLitePullConsumer`` receives every message with its queue offset, keys, tags and
+    body, and ``DefaultMQAdminExt.queryMessage`` finds them by key through our index files. After
+    the real broker stops, our store opens the directory again.
+
+Both use small files (``SMALL_STORE``) so that commit logs and consume queues roll. The Java side
+is a small scenario program (``tests/golden/store/java/StoreScenario.java``) compiled at test time
+against the reference jars; servers are started with our own broker.conf (the shared launcher in
+``compat_tests/reference.py`` has a fixed configuration).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from codec.hashing import tags_code
+from codec.message import MessageRecord, decode_record
+from codec.message_id import decode_offset_msg_id
+from codec.properties import KEYS, TAGS, UNIQ_KEY, decode_properties, encode_properties
+from compat_tests.reference import REFERENCE_LIB, free_port
+from store.config import StoreConfig
+from store.message_store import MessageStore
+from store.metadata import TOPICS_JSON, data_version, topic_config_entry
+
+pytestmark = pytest.mark.compat
+
+REPO = Path(__file__).resolve().parent.parent
+SCENARIO = REPO / "tests" / "golden" / "store" / "java" / "StoreScenario.java"
+GOLDEN_DIR = REPO / "tests" / "golden" / "store" / "real-5.3.3"
+SMALL_STORE = {  # broker.conf keys shared by both sides
+    "mappedFileSizeCommitLog": "131072",
+    "mappedFileSizeConsumeQueue": "4000",  # 200 units per file
+    "maxHashSlotNum": "512",
+    "maxIndexNum": "2048",
+}
+BOOT_TIMEOUT_S = 90.0
+STOP_TIMEOUT_S = 60.0  # the 5.3.3 broker takes ~20 s to stop
+COUNT = 160  # ~130 KiB of records: the commit log rolls once
+
+
+def store_config(root: Path) -> StoreConfig:
+    config, unknown = StoreConfig.from_properties({"storePathRootDir": str(root), **SMALL_STORE})
+    assert not unknown
+    return config
+
+
+# -- processes -----------------------------------------------------------------------------------
+
+
+def _wait_for(
+    path: Path, pattern: str, proc: subprocess.Popen[bytes], timeout: float = BOOT_TIMEOUT_S
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = path.read_text(errors="replace") if path.exists() else ""
+        if re.search(pattern, text):
+            return
+        if proc.poll() is not None:
+            raise RuntimeError(f"{path.name}: exited ({proc.returncode}) before {pattern!r}:\n{text[-3000:]}")
+        time.sleep(0.2)
+    raise TimeoutError(f"{pattern!r} not seen within {timeout} s in {path}")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+class JavaServers:
+    """The real NameServer and Broker, with the store at ``store`` and the small file sizes."""
+
+    def __init__(self, workdir: Path, store: Path) -> None:
+        self.workdir = workdir
+        self.store = store
+        self.namesrv_port = free_port()
+        self.broker_port = free_port(spare_below=2, spare_above=1)
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.broker: subprocess.Popen[bytes] | None = None
+
+    @property
+    def namesrv_addr(self) -> str:
+        return f"127.0.0.1:{self.namesrv_port}"
+
+    def _java(self, main: str, conf: Path, out: str) -> subprocess.Popen[bytes]:
+        cmd = [
+            "java", "-Xms256m", "-Xmx256m", "-XX:MaxDirectMemorySize=256m",
+            f"-Duser.home={self.workdir}", f"-Drocketmq.home.dir={self.workdir}",
+            "-cp", f"{REFERENCE_LIB}/*", main, "-c", str(conf),
+        ]  # fmt: skip
+        with (self.workdir / out).open("wb") as log:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        self.procs.append(proc)
+        return proc
+
+    def start_namesrv(self) -> None:
+        conf = self.workdir / "namesrv.conf"
+        conf.write_text(f"listenPort={self.namesrv_port}\nbindAddress=127.0.0.1\n")
+        proc = self._java("org.apache.rocketmq.namesrv.NamesrvStartup", conf, "namesrv.out")
+        _wait_for(self.workdir / "namesrv.out", r"boot success", proc)
+
+    def start_broker(self) -> None:
+        conf = self.workdir / "broker.conf"
+        lines = [
+            "brokerClusterName=DefaultCluster",
+            "brokerName=broker-store",
+            "brokerId=0",
+            f"listenPort={self.broker_port}",
+            f"haListenPort={self.broker_port + 1}",
+            "brokerIP1=127.0.0.1",
+            "brokerIP2=127.0.0.1",
+            f"namesrvAddr={self.namesrv_addr}",
+            f"storePathRootDir={self.store}",
+            f"storePathCommitLog={self.store / 'commitlog'}",
+            "autoCreateTopicEnable=true",
+            "timerWheelEnable=false",
+            *(f"{k}={v}" for k, v in SMALL_STORE.items()),
+            "",
+        ]
+        conf.write_text("\n".join(lines))
+        out = self.workdir / "broker.out"
+        if out.exists():
+            out.rename(self.workdir / f"broker.{time.monotonic_ns()}.out")
+        self.broker = self._java("org.apache.rocketmq.broker.BrokerStartup", conf, "broker.out")
+        _wait_for(out, r"boot success", self.broker)
+
+    def stop_broker(self) -> None:
+        if self.broker is not None:
+            _stop(self.broker)
+            self.procs.remove(self.broker)
+            self.broker = None
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not REFERENCE_LIB.is_dir():
+        pytest.skip("reference jars missing: run scripts/setup-java.sh")
+    out = tmp_path_factory.mktemp("scenario")
+    subprocess.run(
+        ["javac", "-nowarn", "-cp", f"{REFERENCE_LIB}/*", "-d", str(out), str(SCENARIO)],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    return out
+
+
+def run_scenario(classes: Path, home: Path, *args: str, timeout: float = 120) -> list[list[str]]:
+    result = subprocess.run(
+        ["java", "-Xmx128m", f"-Duser.home={home}", "-cp", f"{classes}{os.pathsep}{REFERENCE_LIB}/*",
+         "StoreScenario", *args],
+        capture_output=True, timeout=timeout, check=False,
+    )  # fmt: skip
+    text = result.stdout.decode("utf-8", errors="replace")
+    assert "DONE" in text, text[-3000:] + result.stderr.decode(errors="replace")[-3000:]
+    return [line.split("\t") for line in text.splitlines() if line[:4] in ("SENT", "BATC", "RECV", "QUER")]
+
+
+@pytest.fixture
+def servers(tmp_path: Path) -> Iterator[JavaServers]:
+    s = JavaServers(tmp_path, tmp_path / "store")
+    try:
+        s.start_namesrv()
+        yield s
+    finally:
+        s.stop()
+
+
+# -- (a) real broker → our store ------------------------------------------------------------------
+
+
+def check_real_store(root: Path, sent: list[list[str]]) -> None:
+    """Every message the real producer sent is where its SendResult says, and found by key."""
+    with MessageStore(store_config(root)) as store:
+        assert store.last_exit_ok
+        assert len(store.commit_log.queue.files) >= 2  # rolled
+        per_queue: dict[int, int] = {}
+        for kind, i, qid, qoffset, uniq, offset_id, keys, tags in sent:
+            topic = "StoreCompatReal"
+            got = store.get_message(topic, int(qid), int(qoffset), 1)
+            assert got.status.name == "FOUND", (i, got)
+            record = decode_record(got.buffers[0])
+            props = decode_properties(record.properties)
+            assert (record.queue_id, record.queue_offset) == (int(qid), int(qoffset))
+            assert (props[KEYS], props[TAGS]) == (keys, tags)
+            # The real broker appends the batch's own properties to each inner message's, so the
+            # last UNIQ_KEY (the one Java reads and indexes) is the batch's id.
+            assert kind == "BATCH" or props[UNIQ_KEY] == uniq
+            assert uniq in record.properties
+            assert record.physical_offset == decode_offset_msg_id(offset_id)[2]
+            assert record.body.decode().startswith(f"message-{i} ")
+            cq = store.queues.find(topic, int(qid))
+            assert cq is not None
+            unit = cq.get(int(qoffset))
+            assert unit == (record.physical_offset, record.store_size, tags_code(tags))
+            for key in (props[UNIQ_KEY], keys.split()[0]):
+                found = store.query_message(topic, key, 32, 0, 2**62)
+                assert record.physical_offset in found.offsets, (key, found.offsets)
+            per_queue[int(qid)] = max(per_queue.get(int(qid), 0), int(qoffset) + 1)
+        for qid, count in per_queue.items():
+            assert store.get_max_offset_in_queue("StoreCompatReal", qid) == count
+        assert len(store.query_message("StoreCompatReal", "common-0", 64, 0, 2**62).offsets) == COUNT // 5
+
+
+def test_real_broker_store_opens_in_our_store(servers: JavaServers, scenario: Path) -> None:
+    servers.start_broker()
+    sent = run_scenario(
+        scenario, servers.workdir, "produce", servers.namesrv_addr, "StoreCompatReal", str(COUNT)
+    )
+    assert len(sent) == COUNT + 3
+    servers.stop_broker()
+    assert not (servers.store / "abort").exists()
+    check_real_store(servers.store, sent)
+    if os.environ.get("RMQ_STORE_WRITE_GOLDEN") == "1":
+        write_golden(servers.store, sent)
+
+
+def write_golden(store: Path, sent: list[list[str]]) -> None:
+    """Copy the store files our reader needs (not the 5.x timer/pop extras) and what was sent."""
+    if GOLDEN_DIR.exists():
+        shutil.rmtree(GOLDEN_DIR)
+    for sub in ("commitlog", "consumequeue/StoreCompatReal", "index", "config"):
+        shutil.copytree(store / sub, GOLDEN_DIR / sub)
+    shutil.copy(store / "checkpoint", GOLDEN_DIR / "checkpoint")
+    (GOLDEN_DIR / "sent.json").write_text(json.dumps({"config": SMALL_STORE, "sent": sent}, indent=1))
+
+
+# -- (b) our store → real broker ------------------------------------------------------------------
+
+
+def batch_id(j: int) -> str:
+    return f"7F0000010000BA7C{j:016X}"
+
+
+def write_our_store(root: Path, store_port: int) -> list[tuple[int, int, str, str, str, bytes]]:
+    """Messages written by our store: (queue id, queue offset, uniq key, keys, tags, body)."""
+    expected = []
+    with MessageStore(store_config(root)) as store:
+        for i in range(COUNT):
+            qid = i % 4
+            uniq = f"7F000001{i:024X}"
+            keys, tags = f"ours-{i} mine-{i % 5}", f"Tag{i % 3}"
+            body = (f"ours {i} " * (60 + i % 50)).encode()
+            msg = MessageRecord(
+                topic="StoreCompatOurs", queue_id=qid, body=body, born_timestamp=int(time.time() * 1000),
+                born_host=b"\x7f\x00\x00\x01", born_port=40000, store_host=b"\x7f\x00\x00\x01",
+                store_port=store_port,
+                properties=encode_properties({KEYS: keys, UNIQ_KEY: uniq, TAGS: tags, "WAIT": "true"}),
+            )  # fmt: skip
+            result = store.put_message(msg)
+            assert result.ok, result
+            expected.append((qid, msg.queue_offset, uniq, keys, tags, body))
+        batch = [
+            MessageRecord(
+                topic="StoreCompatOurs", queue_id=1, body=f"batch {j}".encode(),
+                store_host=b"\x7f\x00\x00\x01", store_port=store_port,
+                properties=encode_properties({KEYS: f"batch-{j}", UNIQ_KEY: batch_id(j), TAGS: "TagB"}),
+            )
+            for j in range(3)
+        ]  # fmt: skip
+        assert store.put_messages(batch).ok
+        for j, m in enumerate(batch):
+            expected.append((1, m.queue_offset, batch_id(j), f"batch-{j}", "TagB", m.body))
+        assert len(store.commit_log.queue.files) >= 2
+        topics = {"StoreCompatOurs": topic_config_entry("StoreCompatOurs", 4, 4)}
+        store.config_files.persist(
+            TOPICS_JSON, {"dataVersion": data_version(1, int(time.time() * 1000)), "topicConfigTable": topics}
+        )
+    return expected
+
+
+def test_real_broker_serves_our_store(servers: JavaServers, scenario: Path) -> None:
+    expected = write_our_store(servers.store, servers.broker_port)
+    servers.start_broker()
+    got = run_scenario(
+        scenario, servers.workdir, "consume", servers.namesrv_addr, "StoreCompatOurs", str(len(expected))
+    )
+    received = {(int(r[1]), int(r[2])): r for r in got}
+    assert len(got) == len(expected) == len(received)
+    for qid, qoffset, uniq, keys, tags, body in expected:
+        _r, _q, _o, msg_id, r_keys, r_tags, r_len, r_body = received[(qid, qoffset)]
+        assert (msg_id, r_keys, r_tags, int(r_len), r_body) == (uniq, keys, tags, len(body), body.decode())
+    queried = run_scenario(
+        scenario, servers.workdir, "query", servers.namesrv_addr, "StoreCompatOurs",
+        "ours-7", "mine-3", "batch-2",
+    )  # fmt: skip
+    counts = {q[1]: int(q[2]) for q in queried}
+    assert counts == {"ours-7": 1, "mine-3": min(32, COUNT // 5), "batch-2": 1}, queried
+    assert queried[0][3] == f"{7 % 4}:{7 // 4}"
+    servers.stop_broker()
+    with MessageStore(store_config(servers.store)) as store:
+        assert store.last_exit_ok
+        for qid, qoffset, _u, _k, _t, body in expected:
+            record = decode_record(store.get_message("StoreCompatOurs", qid, qoffset, 1).buffers[0])
+            assert record.body == body
