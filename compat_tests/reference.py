@@ -81,22 +81,22 @@ def start_gateway_namesrv(
     return proc, line.split("=", 1)[1]
 
 
-def start_reference_namesrv(workdir: Path) -> tuple[subprocess.Popen[str], str]:
-    """The real Apache RocketMQ NameServer on a free loopback port; returns it and its address."""
-    port = free_port()
-    conf = workdir / "namesrv.conf"
-    conf.write_text(f"listenPort={port}\nbindAddress=127.0.0.1\n")
-    out = workdir / "namesrv.out"
+def _start_java(
+    workdir: Path, main: str, conf: Path, out_name: str, heap_mb: int
+) -> tuple[subprocess.Popen[str], Path]:
+    """Start a reference server's main class with ``-c conf``; output goes to ``workdir/out_name``."""
+    out = workdir / out_name
     proc = subprocess.Popen(
         [
             "java",
-            "-Xms128m",
-            "-Xmx128m",
+            f"-Xms{heap_mb}m",
+            f"-Xmx{heap_mb}m",
+            f"-XX:MaxDirectMemorySize={heap_mb}m",
             f"-Duser.home={workdir}",
             f"-Drocketmq.home.dir={workdir}",
             "-cp",
             f"{REFERENCE_LIB}/*",
-            "org.apache.rocketmq.namesrv.NamesrvStartup",
+            main,
             "-c",
             str(conf),
         ],
@@ -104,6 +104,15 @@ def start_reference_namesrv(workdir: Path) -> tuple[subprocess.Popen[str], str]:
         stderr=subprocess.STDOUT,
         text=True,
     )
+    return proc, out
+
+
+def start_reference_namesrv(workdir: Path) -> tuple[subprocess.Popen[str], str]:
+    """The real Apache RocketMQ NameServer on a free loopback port; returns it and its address."""
+    port = free_port()
+    conf = workdir / "namesrv.conf"
+    conf.write_text(f"listenPort={port}\nbindAddress=127.0.0.1\n")
+    proc, out = _start_java(workdir, "org.apache.rocketmq.namesrv.NamesrvStartup", conf, "namesrv.out", 128)
     _wait_for_line(out, r"boot success", proc, 60)
     return proc, f"127.0.0.1:{port}"
 
@@ -136,25 +145,7 @@ def start_reference_broker(
             ]
         )
     )
-    out = workdir / "broker.out"
-    proc = subprocess.Popen(
-        [
-            "java",
-            "-Xms256m",
-            "-Xmx256m",
-            "-XX:MaxDirectMemorySize=256m",
-            f"-Duser.home={workdir}",
-            f"-Drocketmq.home.dir={workdir}",
-            "-cp",
-            f"{REFERENCE_LIB}/*",
-            "org.apache.rocketmq.broker.BrokerStartup",
-            "-c",
-            str(conf),
-        ],
-        stdout=out.open("w"),
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc, out = _start_java(workdir, "org.apache.rocketmq.broker.BrokerStartup", conf, "broker.out", 256)
     _wait_for_line(out, r"boot success", proc, 60)
     return proc, f"127.0.0.1:{port}"
 

@@ -92,6 +92,13 @@ _OK_CODES = frozenset(
 )
 
 
+def _sys_flag(header: Any, topic_config: TopicConfig) -> int:
+    """The header's sysFlag, plus MULTI_TAGS for topics whose filter type says so (spec 3.1 step 8)."""
+    if topic_config.topic_filter_type == TOPIC_FILTER_MULTI_TAG:
+        return int(header.sys_flag) | MessageSysFlag.MULTI_TAGS_FLAG
+    return int(header.sys_flag)
+
+
 class SendError(Exception):
     def __init__(self, code: int, remark: str) -> None:
         super().__init__(remark)
@@ -221,9 +228,7 @@ class SendMessageProcessor:
         topic: str = header.topic
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             topic, queue_id = self._retry_or_dlq(request, header, topic, queue_id, props)
-        sys_flag = header.sys_flag
-        if topic_config.topic_filter_type == TOPIC_FILTER_MULTI_TAG:
-            sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
+        sys_flag = _sys_flag(header, topic_config)
         self._add_broker_properties(props)
         if props.get(TRAN_MSG) == "true" and not (header.reconsume_times and props.get(DELAY)):
             if broker.config.reject_transaction_message:
@@ -304,9 +309,7 @@ class SendMessageProcessor:
             raise SendError(ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {err}") from None
         if not entries:
             raise SendError(ResponseCode.MESSAGE_ILLEGAL, "empty batch")
-        sys_flag = header.sys_flag
-        if topic_config.topic_filter_type == TOPIC_FILTER_MULTI_TAG:
-            sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
+        sys_flag = _sys_flag(header, topic_config)
         # As the 5.x broker (MessageExtEncoder.encodeBatch): each inner message keeps its own
         # properties string and gets the batch-level ones appended (the header's, plus region,
         # trace switch and cluster), so a batch UNIQ_KEY from a 5.x client overrides the inner ones.
