@@ -27,6 +27,7 @@ from compat_tests.reference import (
     start_reference_namesrv,
     stop,
 )
+from compat_tests.scenario import of, run_scenario
 from gateway.client import connect
 
 pytestmark = pytest.mark.compat
@@ -111,6 +112,13 @@ def test_real_broker_clients_and_mqadmin_through_our_namesrv(tmp_path: Path) -> 
             out = run_capture(line, ours_addr, f"CompatTopic_{line.replace('.', '_')}", tmp_path)
             assert "send: SendResult [sendStatus=SEND_OK" in out, out
             assert "batch: SendResult [sendStatus=SEND_OK" in out, out
+        for line in CLIENT_LINES:  # a real producer and push consumer, routed by our NameServer
+            topic = f"ViaOurs{line.replace('.', '')}"
+            sent = of(run_scenario(line, "produce", ours_addr, tmp_path, 60, topic=topic, count=20), "sent")
+            got = run_scenario(
+                line, "consume", ours_addr, tmp_path, 60, group=f"g{topic}", topic=topic, expect=20
+            )
+            assert {e["msgId"] for e in of(got, "received")} == {e["msgId"] for e in sent}
         topic_lists = [set(run_mqadmin(n, "topicList", home=tmp_path).splitlines()) for n in both]
         assert {"CompatTopic_4_9_8", "CompatTopic_5_3_3"} <= topic_lists[0]
         assert topic_lists[0] == topic_lists[1]
