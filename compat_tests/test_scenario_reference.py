@@ -31,7 +31,7 @@ WARM_UP_S = 60.0
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceTarget]:
     if shutil.which("java") is None or not REFERENCE_LIB.is_dir():
-        pytest.skip("java or the reference jars are missing: run scripts/setup-java.sh")
+        pytest.fail("java or the reference jars are missing: run scripts/setup-java.sh")
     target = ReferenceTarget(tmp_path_factory.mktemp("reference"))
     try:
         wait_until_sendable(target, tmp_path_factory.mktemp("warm-up"))

@@ -159,7 +159,7 @@ class JavaServers:
 @pytest.fixture(scope="module")
 def scenario(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not REFERENCE_LIB.is_dir():
-        pytest.skip("reference jars missing: run scripts/setup-java.sh")
+        pytest.fail("reference jars missing: run scripts/setup-java.sh")
     out = tmp_path_factory.mktemp("scenario")
     subprocess.run(
         ["javac", "-nowarn", "-cp", f"{REFERENCE_LIB}/*", "-d", str(out), str(SCENARIO)],
