@@ -87,7 +87,7 @@ def _variant(meta: dict[str, Any]) -> str:
     """What makes two frames of one code worth keeping both (sysFlag, commit/rollback, response)."""
     ext = meta["ext_fields"] or {}
     if meta["is_response"]:
-        return meta["code_name"]
+        return str(meta["code_name"])
     if meta["code"] in SEND_CODES:
         return f"sysFlag={ext.get('e', ext.get('sysFlag', ''))}"
     if meta["code"] in PULL_CODES:

@@ -126,6 +126,7 @@ def test_real_broker_clients_and_mqadmin_through_our_namesrv(tmp_path: Path) -> 
             route_of(real_addr, "CompatTopic_5_3_3", tmp_path)
         )
 
+        changed: dict[str, list[int]] = {}  # topics whose perm each NameServer changed (wipe, add)
         for naddr in both:
             assert "success" in run_mqadmin(
                 naddr, "updateKvConfig", "-s", "ns1", "-k", "k1", "-v", "v1", home=tmp_path
@@ -135,18 +136,23 @@ def test_real_broker_clients_and_mqadmin_through_our_namesrv(tmp_path: Path) -> 
             # NameServer too; so read the route right after the command, and retry if one intervened.
             for _ in range(3):
                 wiped = run_mqadmin(naddr, "wipeWritePerm", "-b", "broker-ref", home=tmp_path)
-                assert re.search(
-                    r"wipe write perm of broker\[broker-ref\] in name server\[.*\] OK, 1", wiped
-                ), wiped
+                found = re.search(
+                    r"wipe write perm of broker\[broker-ref\] in name server\[.*\] OK, (\d+)", wiped
+                )
+                assert found, wiped
                 if tbw102_perm(naddr) == 5:
+                    changed[naddr] = [int(found.group(1))]
                     break
             else:
                 raise AssertionError(f"wipeWritePerm had no effect on {naddr}")
             added = run_mqadmin(naddr, "addWritePerm", "-b", "broker-ref", home=tmp_path)
-            assert re.search(r"add write perm of broker\[broker-ref\] in name server\[.*\] OK, 1", added), (
-                added
-            )
+            found = re.search(r"add write perm of broker\[broker-ref\] in name server\[.*\] OK, (\d+)", added)
+            assert found, added
+            changed[naddr].append(int(found.group(1)))
             assert tbw102_perm(naddr) & 2  # writable again: 6 from the command, or 7 re-registered
+
+        assert changed[ours_addr] == changed[real_addr]  # both count the broker's topics
+        assert changed[ours_addr][0] >= 10
 
         # A broker that stops heartbeating (frozen, connection still open) expires; back, it re-registers.
         broker.send_signal(signal.SIGSTOP)

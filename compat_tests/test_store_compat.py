@@ -220,8 +220,8 @@ def check_real_store(root: Path, sent: list[list[str]]) -> None:
                 found = store.query_message(topic, key, 32, 0, 2**62)
                 assert record.physical_offset in found.offsets, (key, found.offsets)
             per_queue[int(qid)] = max(per_queue.get(int(qid), 0), int(qoffset) + 1)
-        for qid, count in per_queue.items():
-            assert store.get_max_offset_in_queue("StoreCompatReal", qid) == count
+        for queue_id, count in per_queue.items():
+            assert store.get_max_offset_in_queue("StoreCompatReal", queue_id) == count
         assert len(store.query_message("StoreCompatReal", "common-0", 64, 0, 2**62).offsets) == COUNT // 5
 
 
