@@ -57,6 +57,20 @@ def consume(target: Target, home: Path, line: str, **args: object) -> list[Event
     return run_scenario(line, "consume", target.namesrv_addr, home, STEP_S, **args)  # type: ignore[arg-type]
 
 
+def consume_allowing_one_miss(target: Target, home: Path, line: str, **args: object) -> list[Event]:
+    """A consumer in the restart scenarios, given a second chance: twice in CI the real broker left a
+    fresh push consumer with nothing for 90 s (once right after a restart, once before it) while the
+    next consumer of the same group got everything. Such a miss (nothing received) is printed and
+    retried once; a partial delivery or a second miss fails."""
+    try:
+        return consume(target, home, line, **args)
+    except ScenarioError as err:
+        if of(err.events, "received"):
+            raise
+        print(f"{target.name}: a consumer got nothing ({str(err).splitlines()[0]}); trying again")
+        return consume(target, home, line, **args)
+
+
 def by_id(events: list[Event]) -> dict[str, Event]:
     return {e["msgId"]: e for e in events}
 
@@ -329,16 +343,10 @@ def test_offsets_survive_restart_and_acked_messages_survive_kill(
     target = sync_target
     topic, group = "Durable", "durableGroup"
     first = of(produce(target, home, line, topic=topic, count=50), "sent")
-    consume(target, home, line, group=group, topic=topic, expect=50)
+    consume_allowing_one_miss(target, home, line, group=group, topic=topic, expect=50)
     target.restart_broker()
     second = of(produce(target, home, line, topic=topic, count=20, keys_prefix="after-"), "sent")
-    try:
-        events = consume(target, home, line, group=group, topic=topic, expect=20)
-    except ScenarioError as err:
-        # Seen once with the real broker right after its restart: a consumer got nothing for 90 s
-        # while a second one got everything. Only a second miss fails the test.
-        print(f"{target.name}: first consumer after the restart failed ({err}); trying again")
-        events = consume(target, home, line, group=group, topic=topic, expect=20)
+    events = consume_allowing_one_miss(target, home, line, group=group, topic=topic, expect=20)
     received = {r["msgId"] for r in of(events, "received")}
     assert {s["msgId"] for s in second} <= received
     redelivered = received & {s["msgId"] for s in first}
@@ -366,7 +374,7 @@ def test_offsets_survive_restart_and_acked_messages_survive_kill(
         producer.stop()
     acked = {e["msgId"] for e in of(producer.events(), "sent")}
     assert len(acked) >= 300
-    events = consume(
+    events = consume_allowing_one_miss(
         target, home, line, group="crashReader", topic="Crash", expect=len(acked), **{"from": "first"}
     )
     assert acked <= {r["msgId"] for r in of(events, "received")}
