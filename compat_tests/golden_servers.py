@@ -23,7 +23,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import trio
+
+from codec.bodies.route import TopicRouteData
+from codec.codes import RequestCode, ResponseCode
+from codec.command import RemotingCommand
+from codec.errors import RocketMQError
 from compat_tests.reference import REFERENCE_LIB
+from gateway.client import connect
 
 BOOT_TIMEOUT_S = 90.0  # namesrv or broker "boot success"
 STOP_TIMEOUT_S = 60.0  # the 5.3.3 broker takes ~20 s to stop (pop revive services)
@@ -124,6 +131,35 @@ class ReferenceServers:
         conf.write_text("\n".join(lines))
         self.broker = self._java("org.apache.rocketmq.broker.BrokerStartup", conf, "broker.out")
         _wait_for(self.workdir / "broker.out", r"boot success", self.broker)
+
+    def wait_registered(self, timeout: float = BOOT_TIMEOUT_S) -> None:
+        """Wait until the NameServer routes TBW102 to this broker's address.
+
+        "boot success" comes before the 5.3.3 broker's first registration, which can take seconds;
+        a producer started in between fails with "No route info of this topic".
+        """
+        address = f"{self.broker_ip1}:{self.broker_port}"
+        namesrv = f"127.0.0.1:{self.namesrv_port}"
+
+        async def routed() -> bool:
+            try:
+                async with connect(namesrv) as conn:
+                    request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"})
+                    response = await conn.invoke(request, 5)
+            except (OSError, RocketMQError):
+                return False
+            if response.code != ResponseCode.SUCCESS or not response.body:
+                return False
+            route = TopicRouteData.decode(response.body)
+            return any(address in b.broker_addrs.values() for b in route.broker_datas)
+
+        deadline = time.monotonic() + timeout
+        while not trio.run(routed):
+            if self.broker is not None and self.broker.poll() is not None:
+                raise RuntimeError(f"broker exited ({self.broker.returncode}) before registering")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"broker {address} not routed by {namesrv} within {timeout} s")
+            time.sleep(0.2)
 
     def stop_broker(self) -> None:
         """SIGTERM the broker (its shutdown hook flushes the store) and wait for it."""

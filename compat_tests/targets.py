@@ -134,6 +134,7 @@ class ReferenceTarget:
         try:
             self.servers.start_namesrv()
             self.servers.start_broker()
+            self.servers.wait_registered()
         except BaseException:
             self.servers.stop()
             raise
@@ -153,6 +154,7 @@ class ReferenceTarget:
         out = self.servers.workdir / "broker.out"
         out.rename(out.with_suffix(f".out.{int(time.time() * 1000)}"))
         self.servers.start_broker()
+        self.servers.wait_registered()
 
     def stop(self) -> None:
         self.servers.stop()

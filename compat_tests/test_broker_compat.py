@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from compat_tests.reference import run_mqadmin
-from compat_tests.scenario import CLIENT_LINES, Event, ScenarioError, done, of, run_scenario, start_scenario
+from compat_tests.scenario import CLIENT_LINES, Event, done, of, run_scenario, start_scenario
 from compat_tests.targets import Target, start_target
 
 pytestmark = pytest.mark.compat
@@ -48,27 +48,16 @@ def short(line: str) -> str:
     return line.replace(".", "")
 
 
-def produce(target: Target, home: Path, line: str, **args: object) -> list[Event]:
+def produce(target: Target, home: Path, line: str, *, refused: bool = False, **args: object) -> list[Event]:
+    """Run a producer; unless ``refused`` (the test wants send errors), every send must succeed."""
     events = run_scenario(line, "produce", target.namesrv_addr, home, STEP_S, **args)  # type: ignore[arg-type]
+    if not refused:
+        assert not of(events, "send_error"), of(events, "send_error")[:3]
     return events
 
 
 def consume(target: Target, home: Path, line: str, **args: object) -> list[Event]:
     return run_scenario(line, "consume", target.namesrv_addr, home, STEP_S, **args)  # type: ignore[arg-type]
-
-
-def consume_allowing_one_miss(target: Target, home: Path, line: str, **args: object) -> list[Event]:
-    """A consumer in the restart scenarios, given a second chance: twice in CI the real broker left a
-    fresh push consumer with nothing for 90 s (once right after a restart, once before it) while the
-    next consumer of the same group got everything. Such a miss (nothing received) is printed and
-    retried once; a partial delivery or a second miss fails."""
-    try:
-        return consume(target, home, line, **args)
-    except ScenarioError as err:
-        if of(err.events, "received"):
-            raise
-        print(f"{target.name}: a consumer got nothing ({str(err).splitlines()[0]}); trying again")
-        return consume(target, home, line, **args)
 
 
 def by_id(events: list[Event]) -> dict[str, Event]:
@@ -132,6 +121,7 @@ def test_four_mib_body_accepted_and_larger_refused(target: Target, home: Path, l
         topic=topic,
         count=1,
         body_size=4 * 1024 * 1024 + 1,
+        refused=True,
         retries=0,
         max_message_size=no_zip,
         compress_over=no_zip,
@@ -343,10 +333,12 @@ def test_offsets_survive_restart_and_acked_messages_survive_kill(
     target = sync_target
     topic, group = "Durable", "durableGroup"
     first = of(produce(target, home, line, topic=topic, count=50), "sent")
-    consume_allowing_one_miss(target, home, line, group=group, topic=topic, expect=50)
+    assert len(first) == 50
+    consume(target, home, line, group=group, topic=topic, expect=50)
     target.restart_broker()
     second = of(produce(target, home, line, topic=topic, count=20, keys_prefix="after-"), "sent")
-    events = consume_allowing_one_miss(target, home, line, group=group, topic=topic, expect=20)
+    assert len(second) == 20
+    events = consume(target, home, line, group=group, topic=topic, expect=20)
     received = {r["msgId"] for r in of(events, "received")}
     assert {s["msgId"] for s in second} <= received
     redelivered = received & {s["msgId"] for s in first}
@@ -374,7 +366,7 @@ def test_offsets_survive_restart_and_acked_messages_survive_kill(
         producer.stop()
     acked = {e["msgId"] for e in of(producer.events(), "sent")}
     assert len(acked) >= 300
-    events = consume_allowing_one_miss(
+    events = consume(
         target, home, line, group="crashReader", topic="Crash", expect=len(acked), **{"from": "first"}
     )
     assert acked <= {r["msgId"] for r in of(events, "received")}

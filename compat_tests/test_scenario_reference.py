@@ -9,7 +9,6 @@ uses its own topics and groups.
 from __future__ import annotations
 
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,7 +24,6 @@ COUNT = 200
 TAGS = ("TagA", "TagB", "TagC")
 PROPS = {"color": "蓝", "n": "1"}
 STEP_TIMEOUT_S = 60.0
-WARM_UP_S = 60.0
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +32,6 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceTar
         pytest.fail("java or the reference jars are missing: run scripts/setup-java.sh")
     target = ReferenceTarget(tmp_path_factory.mktemp("reference"))
     try:
-        wait_until_sendable(target, tmp_path_factory.mktemp("warm-up"))
         yield target
     finally:
         target.stop()
@@ -43,25 +40,6 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceTar
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("clients")
-
-
-def wait_until_sendable(target: ReferenceTarget, home: Path) -> None:
-    """Send one message until it goes through: the broker prints "boot success" before its first
-    registration reaches the NameServer (the registration is asynchronous), so a producer started
-    right away may find no route for the default topic TBW102."""
-    deadline = time.monotonic() + WARM_UP_S
-    errors: list[Event] = []
-    while time.monotonic() < deadline:
-        events = run_scenario(
-            CLIENT_LINES[-1], "produce", target.namesrv_addr, home, 20, topic="WarmUp", count=1, retries=0
-        )
-        if done(events)["sent"] == 1:
-            if errors:
-                print(f"warm-up: {len(errors)} failed sends first, e.g. {errors[0]['error']}")
-            return
-        errors += of(events, "send_error")
-        time.sleep(1)
-    raise AssertionError(f"no send succeeded within {WARM_UP_S} s: {errors[:3]}")
 
 
 def short(line: str) -> str:
