@@ -48,9 +48,15 @@ class MessageService:
 
     # -- puts ------------------------------------------------------------------------------------
 
-    async def put(self, msgs: Sequence[MessageRecord], tags_code: int | None = None) -> PutMessageResult:
-        """Append records of one topic-queue; under SYNC_FLUSH wait for their fsync."""
-        result = self.store.put_messages(msgs, tags_code)
+    async def put(
+        self,
+        msgs: Sequence[MessageRecord],
+        tags_code: int | None = None,
+        properties: Sequence[dict[str, str]] | None = None,
+    ) -> PutMessageResult:
+        """Append records of one topic-queue; under SYNC_FLUSH wait for their fsync.
+        ``properties``: each record's properties already decoded (see ``MessageStore.put_messages``)."""
+        result = self.store.put_messages(msgs, tags_code, properties)
         if not result.ok or result.append_result is None:
             return result
         self.puts += 1

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import crcmod.predefined
 
 _crc32 = crcmod.predefined.mkCrcFun("crc-32")
@@ -27,6 +29,7 @@ def java_string_hash(text: str) -> int:
     return h - 0x100000000 if h & 0x80000000 else h
 
 
+@lru_cache(maxsize=1024)  # a topic's messages share a handful of tags
 def tags_code(tags: str | None) -> int:
     """The consume-queue tags code of a message: 0 when it has no (or an empty) tag."""
     if not tags:
@@ -51,9 +54,11 @@ def java_hashmap_order(keys: list[str], capacity: int = 128) -> list[str]:
     and large enough not to resize (the broker's map starts at 128 and holds a few dozen keys).
     """
     mask = capacity - 1
+    return sorted(keys, key=lambda key: _spread_hash(key) & mask)  # stable: insertion order in a bucket
 
-    def bucket(key: str) -> int:
-        h = java_string_hash(key) & _MASK32
-        return (h ^ (h >> 16)) & mask
 
-    return sorted(keys, key=bucket)  # sorted() is stable: insertion order within a bucket
+@lru_cache(maxsize=4096)
+def _spread_hash(key: str) -> int:
+    """``HashMap.hash(key)``: the hash with its high half folded in (cached: property names repeat)."""
+    h = java_string_hash(key) & _MASK32
+    return h ^ (h >> 16)

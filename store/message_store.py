@@ -184,8 +184,19 @@ class MessageStore(MessageReader):
         disk: the status says so. ``tags_code`` overrides the consume-queue tags code."""
         return self.put_messages([msg], tags_code)
 
-    def put_messages(self, msgs: Sequence[MessageRecord], tags_code: int | None = None) -> PutMessageResult:
-        """Append a batch for one topic-queue with consecutive queue offsets, in one file."""
+    def put_messages(
+        self,
+        msgs: Sequence[MessageRecord],
+        tags_code: int | None = None,
+        properties: Sequence[dict[str, str]] | None = None,
+    ) -> PutMessageResult:
+        """Append a batch for one topic-queue with consecutive queue offsets, in one file.
+
+        ``properties``, when given, are the records' properties strings already decoded (the
+        caller built them), so the dispatch (tags, keys, delay) need not parse them again.
+        """
+        if properties is not None and len(properties) != len(msgs):
+            raise ValueError("one properties mapping per message")
         if not self._open:
             return PutMessageResult(
                 PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="message store is not open"
@@ -203,7 +214,7 @@ class MessageStore(MessageReader):
         next_offset = queue_offset
         chunks: list[bytes] = []
         props_list: list[dict[str, str]] = []
-        for msg in msgs:
+        for i, msg in enumerate(msgs):
             if msg.topic != first.topic or msg.queue_id != first.queue_id:
                 return PutMessageResult(
                     PutMessageStatus.MESSAGE_ILLEGAL, remark="a batch must be for one queue"
@@ -225,7 +236,7 @@ class MessageStore(MessageReader):
                 if len(msg.properties.encode()) > MAX_PROPERTIES_BYTES:
                     status = PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
                 return PutMessageResult(status, remark=str(err))
-            props_list.append(decode_properties(msg.properties))
+            props_list.append(decode_properties(msg.properties) if properties is None else properties[i])
         data = bytearray(b"".join(chunks))
         try:
             mf, phys = self.commit_log.reserve(len(data))

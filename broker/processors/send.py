@@ -131,13 +131,16 @@ class SendMessageProcessor:
         try:
             topic_config, queue_id = self._check(ctx, request, header)
             if header.batch:
-                records = self._batch_records(ctx, request, header, topic_config, queue_id)
-            else:
-                records = [self._single_record(ctx, request, header, topic_config, queue_id)]
+                records, batch_uniq = self._batch_records(ctx, request, header, topic_config, queue_id)
+                result = await self.broker.messages.put(records)
+                return self._response(request, records, result, records[0].queue_id, batch_uniq)
+            record, props = self._single_record(ctx, request, header, topic_config, queue_id)
         except SendError as err:
             return self._error(request, err.code, err.remark)
-        result = await self.broker.messages.put(records)
-        return self._response(request, records, result)
+        result = await self.broker.messages.put([record], properties=[props])
+        # A delayed message answers with the queue it will be delivered to, not the schedule queue.
+        real_queue_id = int(props[REAL_QID]) if record.topic == SCHEDULE_TOPIC else record.queue_id
+        return self._response(request, [record], result, real_queue_id, props[UNIQ_KEY])
 
     def _check(self, ctx: RequestContext, request: RemotingCommand, header: Any) -> tuple[TopicConfig, int]:
         broker = self.broker
@@ -180,7 +183,7 @@ class SendMessageProcessor:
         return topic_config, queue_id
 
     def _base_record(
-        self, ctx: RequestContext, header: Any, topic: str, queue_id: int, body: bytes, props: dict[str, str]
+        self, ctx: RequestContext, header: Any, topic: str, queue_id: int, body: bytes, properties: str
     ) -> MessageRecord:
         broker = self.broker
         born_host, born_port = broker.client_address(ctx.connection.remote_addr)
@@ -188,7 +191,7 @@ class SendMessageProcessor:
             topic=topic,
             queue_id=queue_id,
             body=body,
-            properties=encode_properties(props),
+            properties=properties,
             flag=header.flag,
             sys_flag=header.sys_flag,
             born_timestamp=header.born_timestamp,
@@ -222,7 +225,8 @@ class SendMessageProcessor:
         header: Any,
         topic_config: TopicConfig,
         queue_id: int,
-    ) -> MessageRecord:
+    ) -> tuple[MessageRecord, dict[str, str]]:
+        """The record to store and its properties (as stored, decoded: the store indexes them)."""
         broker = self.broker
         props = decode_properties(header.properties)
         topic: str = header.topic
@@ -237,11 +241,11 @@ class SendMessageProcessor:
                     f"the broker[{broker.config.broker_ip1}] sending transaction message is forbidden",
                 )
             raise SendError(ResponseCode.SYSTEM_ERROR, "transactional messages are not supported yet")
-        record = self._base_record(ctx, header, topic, queue_id, bytes(request.body), props)
+        record = self._base_record(ctx, header, topic, queue_id, bytes(request.body), "")
         record.sys_flag = sys_flag
         self._apply_delay(record, props)
         record.properties = self._encode_java_order(props)
-        return record
+        return record, props
 
     def _retry_or_dlq(
         self, request: RemotingCommand, header: Any, topic: str, queue_id: int, props: dict[str, str]
@@ -295,7 +299,9 @@ class SendMessageProcessor:
         header: Any,
         topic_config: TopicConfig,
         queue_id: int,
-    ) -> list[MessageRecord]:
+    ) -> tuple[list[MessageRecord], str | None]:
+        """The inner records, and the batch-level UNIQ_KEY (a 5.x client's) that answers as the
+        response's ``transactionId``, as from the real broker (absent for 4.x batches)."""
         topic: str = header.topic
         if len(topic) > 127:
             raise SendError(ResponseCode.MESSAGE_ILLEGAL, f"message topic length too long {len(topic)}")
@@ -328,15 +334,20 @@ class SendMessageProcessor:
             props = decode_properties(own)
             if UNIQ_KEY not in props and UNIQ_KEY not in batch_props:
                 own += encode_properties({UNIQ_KEY: self.broker.uniq_ids.next_id()})
-            record = self._base_record(ctx, header, topic, queue_id, entry.body, {})
+            record = self._base_record(ctx, header, topic, queue_id, entry.body, "")
             record.properties = own + suffix
             record.flag = entry.flag
             record.sys_flag = sys_flag
             records.append(record)
-        return records
+        return records, batch_props.get(UNIQ_KEY)
 
     def _response(
-        self, request: RemotingCommand, records: list[MessageRecord], result: PutMessageResult
+        self,
+        request: RemotingCommand,
+        records: list[MessageRecord],
+        result: PutMessageResult,
+        queue_id: int,
+        uniq_key: str | None,
     ) -> RemotingCommand:
         code = _PUT_STATUS_CODES.get(result.status, ResponseCode.SYSTEM_ERROR)
         if code not in _OK_CODES or result.append_result is None:
@@ -348,15 +359,11 @@ class SendMessageProcessor:
         ids = ",".join(
             encode_offset_msg_id(broker.store_host, broker.store_port, r.physical_offset) for r in records
         )
-        first = records[0]
-        uniq = decode_properties(first.properties).get(UNIQ_KEY) if len(records) == 1 else None
         header = SendMessageResponseHeader(
             msg_id=ids,
-            queue_id=first.queue_id
-            if first.topic != SCHEDULE_TOPIC
-            else int(decode_properties(first.properties).get(REAL_QID, "0")),
+            queue_id=queue_id,
             queue_offset=result.append_result.logics_offset,
-            transaction_id=uniq,
+            transaction_id=uniq_key,
         )
         fields = header.to_ext_fields()
         fields.update(self._extras())

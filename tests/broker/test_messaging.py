@@ -155,6 +155,17 @@ async def test_batch_gets_consecutive_offsets_and_own_properties(tmp_path: Path)
             (1, b"m1", "t1"),
             (2, b"m2", "t2"),
         ]
+        assert "transactionId" not in resp.ext_fields  # a 4.x batch: no batch-level UNIQ_KEY
+
+        # A 5.x batch carries its own UNIQ_KEY: the real broker answers it as the transactionId.
+        batch = encode_batch(entries)
+        code = RequestCode.SEND_BATCH_MESSAGE
+        request = send_request("TB", batch, {UNIQ_KEY: "BATCH-ID"}, batch=True, code=code)
+        resp = await conn.invoke(request, 3)
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+        assert resp.ext_fields is not None
+        assert resp.ext_fields["transactionId"] == "BATCH-ID"
+        assert resp.ext_fields["queueOffset"] == "3"
 
 
 async def test_pull_offset_corrections_and_tag_filter(tmp_path: Path) -> None:
