@@ -23,14 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import trio
-
-from codec.bodies.route import TopicRouteData
-from codec.codes import RequestCode, ResponseCode
-from codec.command import RemotingCommand
-from codec.errors import RocketMQError
-from compat_tests.reference import REFERENCE_LIB
-from gateway.client import connect
+from compat_tests.reference import REFERENCE_LIB, topic_route
 
 BOOT_TIMEOUT_S = 90.0  # namesrv or broker "boot success"
 STOP_TIMEOUT_S = 60.0  # the 5.3.3 broker takes ~20 s to stop (pop revive services)
@@ -72,6 +65,10 @@ class ReferenceServers:
     extra_conf: tuple[str, ...] = ()  # more broker.conf lines
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     broker: subprocess.Popen[bytes] | None = None
+
+    @property
+    def namesrv_addr(self) -> str:
+        return f"127.0.0.1:{self.namesrv_port}"
 
     @property
     def store(self) -> Path:
@@ -139,26 +136,15 @@ class ReferenceServers:
         a producer started in between fails with "No route info of this topic".
         """
         address = f"{self.broker_ip1}:{self.broker_port}"
-        namesrv = f"127.0.0.1:{self.namesrv_port}"
-
-        async def routed() -> bool:
-            try:
-                async with connect(namesrv) as conn:
-                    request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"})
-                    response = await conn.invoke(request, 5)
-            except (OSError, RocketMQError):
-                return False
-            if response.code != ResponseCode.SUCCESS or not response.body:
-                return False
-            route = TopicRouteData.decode(response.body)
-            return any(address in b.broker_addrs.values() for b in route.broker_datas)
-
         deadline = time.monotonic() + timeout
-        while not trio.run(routed):
+        while True:
+            route = topic_route(self.namesrv_addr)
+            if route and any(address in b.broker_addrs.values() for b in route.broker_datas):
+                return
             if self.broker is not None and self.broker.poll() is not None:
                 raise RuntimeError(f"broker exited ({self.broker.returncode}) before registering")
             if time.monotonic() > deadline:
-                raise TimeoutError(f"broker {address} not routed by {namesrv} within {timeout} s")
+                raise TimeoutError(f"broker {address} not routed by {self.namesrv_addr} within {timeout} s")
             time.sleep(0.2)
 
     def stop_broker(self) -> None:

@@ -16,6 +16,14 @@ import sys
 import time
 from pathlib import Path
 
+import trio
+
+from codec.bodies.route import TopicRouteData
+from codec.codes import RequestCode, ResponseCode
+from codec.command import RemotingCommand
+from codec.errors import RocketMQError
+from gateway.client import connect
+
 JAVA_DIR = Path(__file__).resolve().parent / "java"
 REFERENCE_LIB = JAVA_DIR / "reference" / "target" / "lib"
 CLIENT_LINES = ("4.9.8", "5.3.3")
@@ -35,6 +43,24 @@ def free_port(spare_below: int = 0, spare_above: int = 0) -> int:
             continue
         return port
     raise RuntimeError("no free port")
+
+
+def topic_route(namesrv_addr: str, topic: str = "TBW102") -> TopicRouteData | None:
+    """The route a NameServer gives for ``topic`` (asked directly: milliseconds, unlike an
+    ``mqadmin`` JVM); ``None`` when it is unreachable or knows no route."""
+
+    async def ask() -> TopicRouteData | None:
+        try:
+            async with connect(namesrv_addr) as conn:
+                request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+                response = await conn.invoke(request, 5)
+        except (OSError, RocketMQError):
+            return None
+        if response.code != ResponseCode.SUCCESS or not response.body:
+            return None
+        return TopicRouteData.decode(response.body)
+
+    return trio.run(ask)
 
 
 def stop(proc: subprocess.Popen[str], timeout: float = 15) -> None:

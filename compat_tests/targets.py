@@ -141,7 +141,7 @@ class ReferenceTarget:
 
     @property
     def namesrv_addr(self) -> str:
-        return f"127.0.0.1:{self.servers.namesrv_port}"
+        return self.servers.namesrv_addr
 
     def restart_broker(self, *, kill: bool = False) -> None:
         broker = self.servers.broker

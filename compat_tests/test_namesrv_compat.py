@@ -11,12 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trio
 
 from codec import fastjson
-from codec.bodies.route import TopicRouteData
-from codec.codes import RequestCode
-from codec.command import RemotingCommand
 from compat_tests.reference import (
     CLIENT_LINES,
     REFERENCE_LIB,
@@ -26,9 +22,9 @@ from compat_tests.reference import (
     start_reference_broker,
     start_reference_namesrv,
     stop,
+    topic_route,
 )
 from compat_tests.scenario import of, run_scenario
-from gateway.client import connect
 
 pytestmark = pytest.mark.compat
 
@@ -65,15 +61,10 @@ def normalized(route: dict[str, Any]) -> dict[str, Any]:
 
 
 def tbw102_perm(naddr: str) -> int:
-    """The perm of TBW102's queue data, asked directly (milliseconds, unlike an mqadmin JVM)."""
-
-    async def ask() -> int:
-        async with connect(naddr) as conn:
-            request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"})
-            response = await conn.invoke(request, 5)
-        return TopicRouteData.decode(response.body).queue_datas[0].perm
-
-    return trio.run(ask)
+    """The perm of TBW102's queue data, as the NameServer routes it."""
+    route = topic_route(naddr)
+    assert route is not None, f"{naddr} has no route for TBW102"
+    return route.queue_datas[0].perm
 
 
 def wait_for(predicate: Any, seconds: float, what: str) -> None:

@@ -12,17 +12,15 @@
 
 Both use small files (``SMALL_STORE``) so that commit logs and consume queues roll. The Java side
 is a small scenario program (``tests/golden/store/java/StoreScenario.java``) compiled at test time
-against the reference jars; servers are started with our own broker.conf (the shared launcher in
-``compat_tests/reference.py`` has a fixed configuration).
+against the reference jars; the servers are :class:`compat_tests.golden_servers.ReferenceServers`
+with the small file sizes added to their broker.conf.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
-import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -34,7 +32,8 @@ from codec.hashing import tags_code
 from codec.message import MessageRecord, decode_record
 from codec.message_id import decode_offset_msg_id
 from codec.properties import KEYS, TAGS, UNIQ_KEY, decode_properties, encode_properties
-from compat_tests.reference import REFERENCE_LIB, free_port
+from compat_tests.golden_servers import ReferenceServers, free_port
+from compat_tests.reference import REFERENCE_LIB
 from store.config import StoreConfig
 from store.message_store import MessageStore
 from store.metadata import TOPICS_JSON, data_version, topic_config_entry
@@ -50,8 +49,6 @@ SMALL_STORE = {  # broker.conf keys shared by both sides
     "maxHashSlotNum": "512",
     "maxIndexNum": "2048",
 }
-BOOT_TIMEOUT_S = 90.0
-STOP_TIMEOUT_S = 60.0  # the 5.3.3 broker takes ~20 s to stop
 COUNT = 160  # ~130 KiB of records: the commit log rolls once
 
 
@@ -59,101 +56,6 @@ def store_config(root: Path) -> StoreConfig:
     config, unknown = StoreConfig.from_properties({"storePathRootDir": str(root), **SMALL_STORE})
     assert not unknown
     return config
-
-
-# -- processes -----------------------------------------------------------------------------------
-
-
-def _wait_for(
-    path: Path, pattern: str, proc: subprocess.Popen[bytes], timeout: float = BOOT_TIMEOUT_S
-) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        text = path.read_text(errors="replace") if path.exists() else ""
-        if re.search(pattern, text):
-            return
-        if proc.poll() is not None:
-            raise RuntimeError(f"{path.name}: exited ({proc.returncode}) before {pattern!r}:\n{text[-3000:]}")
-        time.sleep(0.2)
-    raise TimeoutError(f"{pattern!r} not seen within {timeout} s in {path}")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-
-
-class JavaServers:
-    """The real NameServer and Broker, with the store at ``store`` and the small file sizes."""
-
-    def __init__(self, workdir: Path, store: Path) -> None:
-        self.workdir = workdir
-        self.store = store
-        self.namesrv_port = free_port()
-        self.broker_port = free_port(spare_below=2, spare_above=1)
-        self.procs: list[subprocess.Popen[bytes]] = []
-        self.broker: subprocess.Popen[bytes] | None = None
-
-    @property
-    def namesrv_addr(self) -> str:
-        return f"127.0.0.1:{self.namesrv_port}"
-
-    def _java(self, main: str, conf: Path, out: str) -> subprocess.Popen[bytes]:
-        cmd = [
-            "java", "-Xms256m", "-Xmx256m", "-XX:MaxDirectMemorySize=256m",
-            f"-Duser.home={self.workdir}", f"-Drocketmq.home.dir={self.workdir}",
-            "-cp", f"{REFERENCE_LIB}/*", main, "-c", str(conf),
-        ]  # fmt: skip
-        with (self.workdir / out).open("wb") as log:
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-        self.procs.append(proc)
-        return proc
-
-    def start_namesrv(self) -> None:
-        conf = self.workdir / "namesrv.conf"
-        conf.write_text(f"listenPort={self.namesrv_port}\nbindAddress=127.0.0.1\n")
-        proc = self._java("org.apache.rocketmq.namesrv.NamesrvStartup", conf, "namesrv.out")
-        _wait_for(self.workdir / "namesrv.out", r"boot success", proc)
-
-    def start_broker(self) -> None:
-        conf = self.workdir / "broker.conf"
-        lines = [
-            "brokerClusterName=DefaultCluster",
-            "brokerName=broker-store",
-            "brokerId=0",
-            f"listenPort={self.broker_port}",
-            f"haListenPort={self.broker_port + 1}",
-            "brokerIP1=127.0.0.1",
-            "brokerIP2=127.0.0.1",
-            f"namesrvAddr={self.namesrv_addr}",
-            f"storePathRootDir={self.store}",
-            f"storePathCommitLog={self.store / 'commitlog'}",
-            "autoCreateTopicEnable=true",
-            "timerWheelEnable=false",
-            *(f"{k}={v}" for k, v in SMALL_STORE.items()),
-            "",
-        ]
-        conf.write_text("\n".join(lines))
-        out = self.workdir / "broker.out"
-        if out.exists():
-            out.rename(self.workdir / f"broker.{time.monotonic_ns()}.out")
-        self.broker = self._java("org.apache.rocketmq.broker.BrokerStartup", conf, "broker.out")
-        _wait_for(out, r"boot success", self.broker)
-
-    def stop_broker(self) -> None:
-        if self.broker is not None:
-            _stop(self.broker)
-            self.procs.remove(self.broker)
-            self.broker = None
-
-    def stop(self) -> None:
-        for proc in reversed(self.procs):
-            _stop(proc)
 
 
 @pytest.fixture(scope="module")
@@ -180,8 +82,19 @@ def run_scenario(classes: Path, home: Path, *args: str, timeout: float = 120) ->
 
 
 @pytest.fixture
-def servers(tmp_path: Path) -> Iterator[JavaServers]:
-    s = JavaServers(tmp_path, tmp_path / "store")
+def servers(tmp_path: Path) -> Iterator[ReferenceServers]:
+    namesrv_port = free_port(("127.0.0.1",))
+    s = ReferenceServers(
+        workdir=tmp_path,
+        serialize="JSON",
+        namesrv_port=namesrv_port,
+        broker_port=free_port(("127.0.0.1",), (-2, 0, 1)),
+        broker_bind="127.0.0.1",
+        broker_ip1="127.0.0.1",
+        namesrv_addr_for_broker=f"127.0.0.1:{namesrv_port}",
+        broker_name="broker-store",
+        extra_conf=("timerWheelEnable=false", *(f"{k}={v}" for k, v in SMALL_STORE.items())),
+    )
     try:
         s.start_namesrv()
         yield s
@@ -225,8 +138,9 @@ def check_real_store(root: Path, sent: list[list[str]]) -> None:
         assert len(store.query_message("StoreCompatReal", "common-0", 64, 0, 2**62).offsets) == COUNT // 5
 
 
-def test_real_broker_store_opens_in_our_store(servers: JavaServers, scenario: Path) -> None:
+def test_real_broker_store_opens_in_our_store(servers: ReferenceServers, scenario: Path) -> None:
     servers.start_broker()
+    servers.wait_registered()
     sent = run_scenario(
         scenario, servers.workdir, "produce", servers.namesrv_addr, "StoreCompatReal", str(COUNT)
     )
@@ -292,9 +206,10 @@ def write_our_store(root: Path, store_port: int) -> list[tuple[int, int, str, st
     return expected
 
 
-def test_real_broker_serves_our_store(servers: JavaServers, scenario: Path) -> None:
+def test_real_broker_serves_our_store(servers: ReferenceServers, scenario: Path) -> None:
     expected = write_our_store(servers.store, servers.broker_port)
     servers.start_broker()
+    servers.wait_registered()
     got = run_scenario(
         scenario, servers.workdir, "consume", servers.namesrv_addr, "StoreCompatOurs", str(len(expected))
     )
