@@ -727,6 +727,10 @@ public final class Scenario {
         consumer.setInstanceName(instance("consumer"));
         // after a failed pull (e.g. a broker restart) retry after 200 ms instead of the default 3 s
         consumer.getDefaultMQPushConsumerImpl().setPullTimeDelayMillsWhenException(intArg("pull-delay-on-error-ms", 200));
+        // The listener counts a message before it returns; its offset is updated after it returns, on the
+        // consume thread. Without a grace period shutdown() persists offsets while the last batch's result
+        // may still be in flight (seen as "Consume Diff Total: 1" in consumerProgress right after a run).
+        consumer.setAwaitTerminationMillisWhenShutdown(10_000);
         consumer.subscribe(topic, args.getOrDefault("subscription", "*"));
         consumer.setConsumeFromWhere(fromWhere());
         if (args.containsKey("timestamp")) {
