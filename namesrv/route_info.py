@@ -70,6 +70,14 @@ class RouteInfo:
         self.live[broker_addr] = LiveBroker(
             cluster, broker_name, broker_id, now_ms, data_version, connection_id, ha_server_addr, timeout_ms
         )
+        if previous is None:
+            logger.info(
+                "new broker registered: %s (%s, id %d, cluster %s)",
+                broker_addr,
+                broker_name,
+                broker_id,
+                cluster,
+            )
         if broker_id != 0:
             master = data.broker_addrs.get(0)
             if master is not None and master in self.live:
