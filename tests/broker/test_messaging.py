@@ -247,6 +247,28 @@ async def test_consumer_offsets_persist_across_restart(tmp_path: Path) -> None:
         assert [r.body for r in got] == [b"a", b"b"]  # messages survive the restart too
 
 
+async def test_first_commits_of_all_queues_at_once_all_stick(tmp_path: Path) -> None:
+    """A push consumer's shutdown sends the first commits of all its queues back to back, oneway.
+    The real 5.3.3 broker can lose one of them (apache/rocketmq#10700); every one must stick here."""
+    async with running_broker(tmp_path) as (_app, conn):
+        for queue_id in range(4):
+            await conn.invoke(send_request("TQ", b"m", queue_id=queue_id), 3)
+        await conn.invoke(pull_request("TQ", 0), 3)  # creates the group
+        for queue_id in range(4):
+            fields = {"consumerGroup": "cg", "topic": "TQ", "queueId": str(queue_id), "commitOffset": "1"}
+            await conn.invoke_oneway(RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, fields))
+        committed: dict[int, str | None] = {}
+        with trio.fail_after(3):
+            while len(committed) < 4 or set(committed.values()) != {"1"}:
+                for queue_id in range(4):
+                    fields = {"consumerGroup": "cg", "topic": "TQ", "queueId": str(queue_id)}
+                    resp = await conn.invoke(
+                        RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, fields), 3
+                    )
+                    committed[queue_id] = (resp.ext_fields or {}).get("offset")
+                await trio.sleep(0.01)
+
+
 async def test_delay_level_delivers_no_earlier_than_due(tmp_path: Path) -> None:
     async with running_broker(tmp_path) as (_app, conn):
         sent_at = time.time()
