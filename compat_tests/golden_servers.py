@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compat_tests.reference import REFERENCE_LIB, topic_route
+from compat_tests.reference import REFERENCE_LIB, wait_routed
 
 BOOT_TIMEOUT_S = 90.0  # namesrv or broker "boot success"
 STOP_TIMEOUT_S = 60.0  # the 5.3.3 broker takes ~20 s to stop (pop revive services)
@@ -135,22 +135,9 @@ class ReferenceServers:
         _wait_for(self.workdir / "broker.out", r"boot success", self.broker)
 
     def wait_registered(self, timeout: float = BOOT_TIMEOUT_S) -> None:
-        """Wait until the NameServer routes TBW102 to this broker's address.
-
-        "boot success" comes before the 5.3.3 broker's first registration, which can take seconds;
-        a producer started in between fails with "No route info of this topic".
-        """
-        address = f"{self.broker_ip1}:{self.broker_port}"
-        deadline = time.monotonic() + timeout
-        while True:
-            route = topic_route(self.namesrv_addr)
-            if route and any(address in b.broker_addrs.values() for b in route.broker_datas):
-                return
-            if self.broker is not None and self.broker.poll() is not None:
-                raise RuntimeError(f"broker exited ({self.broker.returncode}) before registering")
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"broker {address} not routed by {self.namesrv_addr} within {timeout} s")
-            time.sleep(0.2)
+        """Wait until the NameServer routes TBW102 to this broker: a producer started between
+        "boot success" and the first registration fails with "No route info of this topic"."""
+        wait_routed(self.namesrv_addr, f"{self.broker_ip1}:{self.broker_port}", timeout, self.broker)
 
     def stop_broker(self) -> None:
         """SIGTERM the broker (its shutdown hook flushes the store) and wait for it."""

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -61,6 +62,27 @@ def topic_route(namesrv_addr: str, topic: str = "TBW102") -> TopicRouteData | No
         return TopicRouteData.decode(response.body)
 
     return trio.run(ask)
+
+
+def wait_routed(
+    namesrv_addr: str, broker_addr: str, timeout: float, broker: subprocess.Popen[Any] | None = None
+) -> None:
+    """Wait until the NameServer routes TBW102 to ``broker_addr``: the broker has registered there.
+
+    A real broker logs "boot success" before its first registration, and registers only to the
+    NameServers its client's scan thread already found reachable, so one of several may see it
+    only at the next periodic registration. Fails early if ``broker`` exits.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        route = topic_route(namesrv_addr)
+        if route and any(broker_addr in b.broker_addrs.values() for b in route.broker_datas):
+            return
+        if broker is not None and broker.poll() is not None:
+            raise RuntimeError(f"broker exited ({broker.returncode}) before registering at {namesrv_addr}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"broker {broker_addr} not routed by {namesrv_addr} within {timeout} s")
+        time.sleep(0.2)
 
 
 def stop(proc: subprocess.Popen[str], timeout: float = 15) -> None:

@@ -4,7 +4,6 @@ producers send through the real broker using routes from our NameServer."""
 
 from __future__ import annotations
 
-import functools
 import re
 import signal
 import time
@@ -24,6 +23,7 @@ from compat_tests.reference import (
     start_reference_namesrv,
     stop,
     topic_route,
+    wait_routed,
 )
 from compat_tests.scenario import of, run_scenario
 
@@ -88,18 +88,9 @@ def test_real_broker_clients_and_mqadmin_through_our_namesrv(tmp_path: Path) -> 
         broker, baddr = start_reference_broker(
             tmp_path, f"{ours_addr};{real_addr}", extra={"registerNameServerPeriod": "10000"}
         )
-        # The broker registers only to the NameServers its client already found reachable (a scan
-        # thread fills that list asynchronously), so its boot-time registration may reach one of
-        # the two and the other only at the next registration, 10 s later.
-        clusters: dict[str, str] = {}
-
-        def registered(naddr: str) -> bool:
-            clusters[naddr] = run_mqadmin(naddr, "clusterList", home=tmp_path)
-            return baddr in clusters[naddr]
-
         for naddr in both:
-            wait_for(functools.partial(registered, naddr), 30, f"the broker's registration at {naddr}")
-            cluster = clusters[naddr]
+            wait_routed(naddr, baddr, 30, broker)
+            cluster = run_mqadmin(naddr, "clusterList", home=tmp_path)
             assert re.search(rf"DefaultCluster\s+broker-ref\s+0\s+{re.escape(baddr)}\s+V5_3_3", cluster), (
                 cluster
             )
