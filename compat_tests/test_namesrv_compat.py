@@ -154,11 +154,7 @@ def test_real_broker_clients_and_mqadmin_through_our_namesrv(tmp_path: Path) -> 
             )
         finally:
             broker.send_signal(signal.SIGCONT)
-        wait_for(
-            lambda: "broker-ref" in run_mqadmin(ours_addr, "clusterList", home=tmp_path),
-            30,
-            "re-registration",
-        )
+        wait_routed(ours_addr, baddr, 30, broker)  # re-registered
 
         stop(broker)  # its connections close: both NameServers drop it at once
         broker = None
