@@ -30,9 +30,10 @@ from broker.registration import NamesrvRegistrar
 from broker.schedule import DELAY_OFFSET_JSON, PERSIST_INTERVAL_S
 from codec.bodies.register import TopicConfig
 from codec.errors import RocketMQError
+from gateway.config import ServerConfig
 from gateway.connection import Connection
 from gateway.dispatch import Dispatcher
-from gateway.server import RemotingServer, ServerConfig
+from gateway.server import RemotingServer
 from store.errors import StoreError
 
 logger = logging.getLogger(__name__)

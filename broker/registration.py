@@ -27,8 +27,8 @@ from codec.command import RemotingCommand
 from codec.hashing import body_crc32
 from codec.headers.namesrv import RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader
 from gateway.client import connect
+from gateway.config import ServerConfig
 from gateway.connection import Connection
-from gateway.server import ServerConfig
 
 logger = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ from typing import Any, Protocol
 import trio
 
 from codec.errors import RocketMQError
+from gateway.config import ServerConfig
 from gateway.properties import read_properties
-from gateway.server import ServerConfig
 
 logger = logging.getLogger("rmq-gateway")
 

@@ -13,9 +13,9 @@ from contextlib import asynccontextmanager
 
 import trio
 
+from gateway.config import ServerConfig
 from gateway.connection import Connection
 from gateway.dispatch import Dispatcher
-from gateway.server import ServerConfig
 
 _client_ids = itertools.count(1_000_000)
 

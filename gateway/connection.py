@@ -19,17 +19,14 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import TYPE_CHECKING
 
 import trio
 
 from codec.command import RemotingCommand
 from codec.errors import FrameError, RocketMQError
 from codec.frame import FrameDecoder, encode_frame
+from gateway.config import ServerConfig
 from gateway.dispatch import ConnectionInfo, Dispatcher, RequestContext
-
-if TYPE_CHECKING:
-    from gateway.server import ServerConfig
 
 logger = logging.getLogger(__name__)
 

@@ -23,8 +23,8 @@ from codec.command import RemotingCommand
 from codec.frame import FrameDecoder, encode_frame
 from codec.headers.send import SendMessageRequestHeaderV2
 from codec.properties import encode_properties
+from gateway.config import ServerConfig
 from gateway.dispatch import ConnectionInfo, RequestContext
-from gateway.server import ServerConfig
 
 
 def send_frame(i: int) -> bytes:

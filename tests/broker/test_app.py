@@ -24,8 +24,9 @@ from codec.hashing import body_crc32
 from codec.headers.base import EmptyHeader
 from codec.headers.namesrv import RegisterBrokerRequestHeader
 from gateway.client import connect
+from gateway.config import ServerConfig
 from gateway.dispatch import Dispatcher, RequestContext
-from gateway.server import RemotingServer, ServerConfig
+from gateway.server import RemotingServer
 from tests.helpers import broker_config, wait_until
 
 

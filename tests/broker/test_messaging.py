@@ -23,8 +23,8 @@ from codec.message import MessageRecord, iter_records
 from codec.message_id import decode_offset_msg_id
 from codec.properties import DELAY, KEYS, TAGS, UNIQ_KEY, decode_properties, encode_properties
 from gateway.client import connect
+from gateway.config import ServerConfig
 from gateway.connection import Connection
-from gateway.server import ServerConfig
 from tests.helpers import broker_config
 
 PULL_FLAGS = PullSysFlag.SUBSCRIPTION | PullSysFlag.SUSPEND

@@ -16,9 +16,10 @@ from codec.command import RemotingCommand
 from codec.frame import FrameDecoder, encode_frame
 from codec.headers.client import GetConsumerListByGroupRequestHeader
 from gateway.client import connect
+from gateway.config import ServerConfig
 from gateway.connection import PeerClosedError, PeerTimeoutError
 from gateway.dispatch import Dispatcher, RequestContext
-from gateway.server import RemotingServer, ServerConfig
+from gateway.server import RemotingServer
 from tests.helpers import wait_until
 
 ECHO = 9001

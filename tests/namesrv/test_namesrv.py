@@ -11,7 +11,7 @@ from codec.bodies.route import ClusterInfo, KVTable, TopicList, TopicRouteData
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from gateway.client import connect
-from gateway.server import ServerConfig
+from gateway.config import ServerConfig
 from namesrv.app import NamesrvApp
 from namesrv.config import NamesrvConfig
 from tests.helpers import broker_config, wait_until
