@@ -18,7 +18,11 @@ class ServerConfig:
     max_frame_size: int = 16 * 1024 * 1024  # com.rocketmq.remoting.frameMaxLength
     idle_timeout_s: float = 120.0  # serverChannelMaxIdleTimeSeconds
     write_timeout_s: float = 30.0  # close a connection whose peer stops reading for this long
-    send_queue_size: int = 64  # frames queued per connection before handlers block
-    max_in_flight: int = 256  # concurrent requests per connection before the reader pauses
+    # Answers queued per connection (being written count too) before handlers and the reader wait.
+    # Room for an answer to each async send a Java producer may keep in flight
+    # (the official benchmark producer allows 65,535); busy answers are ~100 bytes.
+    send_queue_size: int = 65536  # frames
+    send_queue_bytes: int = 8 * 1024 * 1024  # bytes of encoded frames
+    max_in_flight: int = 256  # concurrent requests per connection; beyond it: SYSTEM_BUSY at once
     max_connections: int = 20000  # refuse (close at once) beyond this
     shutdown_grace_s: float = 5.0  # how long in-flight requests may take after a shutdown starts

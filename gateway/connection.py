@@ -3,10 +3,21 @@
 Per connection (style.md, after trio's own servers and hypercorn):
 
 * the **reader** receives bytes, feeds the :class:`codec.frame.FrameDecoder` and starts a handler
-  task per request (at most ``max_in_flight`` at once: when that many are running the reader stops
-  reading, which pushes back on the client through TCP);
-* the **writer** alone calls ``send_all``, draining a small memory channel; a client that does
-  not read fills the channel, which blocks the handlers, which stops the reader;
+  task per request, at most ``max_in_flight`` at once. It never stops reading because handlers are
+  busy: a request beyond that bound is answered at once with ``SYSTEM_BUSY`` and Java's remark
+  for a rejected submission (``NettyRemotingAbstract.processRequestCommand`` when its executor
+  throws ``RejectedExecutionException``), and a oneway request beyond it is dropped (logged at most
+  every ``_DROP_LOG_INTERVAL_S``). So a client that keeps thousands of async sends in flight
+  sees its own flow control kick in, instead of both sides blocking on a write: a client blocked
+  on writing to us may not read our answers until we read its requests (issue 18);
+* the **writer** alone calls ``send_all``, draining a queue of encoded frames bounded by
+  ``send_queue_size`` frames and ``send_queue_bytes`` bytes (a frame counts until it is written;
+  one larger than the byte bound is admitted when the queue is empty). Handlers and the reader's
+  busy answers wait for room there, so the reader pauses only when the *peer* does not read our
+  answers, and a write that stalls for ``write_timeout_s`` closes the connection. The byte bound
+  is large enough for thousands of small answers, so a client that writes a burst before it reads
+  (the kernel's socket buffers hold far less) still gets through. Memory per connection is bounded
+  by the in-flight handlers, the queued frames and one read buffer;
 * responses to requests *we* sent (``invoke``) are matched by ``opaque``; every pending call fails
   with :class:`PeerClosedError` when the connection dies.
 
@@ -19,9 +30,11 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 
 import trio
 
+from codec.codes import ResponseCode
 from codec.command import RemotingCommand
 from codec.errors import FrameError, RocketMQError
 from codec.frame import FrameDecoder, encode_frame
@@ -33,6 +46,11 @@ logger = logging.getLogger(__name__)
 _MAX_COALESCED_FRAMES = 256
 _RECEIVE_SIZE = 64 * 1024
 _opaques = itertools.count(1)  # our own request ids, unique across connections
+# Remark of Java's answer when a request cannot be queued for a processor
+# (NettyRemotingAbstract.processRequestCommand, RejectedExecutionException): clients match no text,
+# but operators grep for it.
+BUSY_REMARK = "[OVERLOAD]system busy, start flow control for a while"
+_DROP_LOG_INTERVAL_S = 10.0  # at most one "oneway dropped" line per connection per 10 s
 
 
 class PeerClosedError(RocketMQError):
@@ -62,8 +80,13 @@ class Connection:
         self.config = config
         self.info = ConnectionInfo(conn_id, _addr(stream, remote=True), _addr(stream, remote=False), self)
         self._decoder = FrameDecoder(config.max_frame_size)
-        self._send, self._outbox = trio.open_memory_channel[bytes](config.send_queue_size)
-        self._limiter = trio.CapacityLimiter(config.max_in_flight)
+        # Unbounded channel, bounded by _has_room: the bound counts bytes as well as frames.
+        self._send, self._outbox = trio.open_memory_channel[bytes](math.inf)
+        self._queued_bytes = 0
+        self._room = trio.lowlevel.ParkingLot()  # enqueuers waiting for the writer to make room
+        self._in_flight = 0
+        self._drop_logged_at: float | None = None
+        self._dropped_since_log = 0
         self._pending: dict[int, _Pending] = {}
         self._cancel: trio.CancelScope | None = None
         self._reader_scope = trio.CancelScope()
@@ -73,6 +96,8 @@ class Connection:
         self._closed_event = trio.Event()
         self.frames_in = 0
         self.frames_out = 0
+        self.busy_answers = 0  # requests answered SYSTEM_BUSY at the in-flight bound
+        self.oneway_dropped = 0  # oneway requests dropped at the in-flight bound
 
     def __repr__(self) -> str:
         return repr(self.info)
@@ -89,7 +114,7 @@ class Connection:
                 # writer drain what they queued, then leave; all of it within the grace period.
                 nursery.cancel_scope.deadline = trio.current_time() + self.config.shutdown_grace_s
                 self._draining = True
-                if self._limiter.borrowed_tokens:
+                if self._in_flight:
                     await self._drained.wait()
                 await self._send.aclose()
         finally:
@@ -154,11 +179,35 @@ class Connection:
                 if cmd.is_response:
                     self._resolve(cmd)
                     continue
-                token = object()  # commands are unhashable; the limiter needs a borrower
-                await self._limiter.acquire_on_behalf_of(token)
-                nursery.start_soon(self._handle, cmd, token)
+                if self._in_flight < self.config.max_in_flight:
+                    self._in_flight += 1
+                    nursery.start_soon(self._handle, cmd)
+                else:
+                    await self._refuse(cmd)
 
-    async def _handle(self, cmd: RemotingCommand, token: object) -> None:
+    async def _refuse(self, cmd: RemotingCommand) -> None:
+        """Answer a request beyond the in-flight bound with SYSTEM_BUSY; drop a oneway one."""
+        if cmd.is_oneway:
+            self.oneway_dropped += 1
+            self._dropped_since_log += 1
+            now = trio.current_time()
+            if self._drop_logged_at is None or now - self._drop_logged_at >= _DROP_LOG_INTERVAL_S:
+                logger.warning(
+                    "%s: %d oneway request(s) dropped, %d requests in flight (code of the last: %d)",
+                    self,
+                    self._dropped_since_log,
+                    self._in_flight,
+                    cmd.code,
+                )
+                self._drop_logged_at, self._dropped_since_log = now, 0
+            return
+        self.busy_answers += 1
+        try:
+            await self._enqueue(cmd.make_response(ResponseCode.SYSTEM_BUSY, remark=BUSY_REMARK))
+        except PeerClosedError:
+            logger.debug("%s: busy answer to opaque %d not sent, connection closing", self, cmd.opaque)
+
+    async def _handle(self, cmd: RemotingCommand) -> None:
         try:
             self.info.language, self.info.version = cmd.language, cmd.version
             response = await self.dispatcher.dispatch(RequestContext(self.info), cmd)
@@ -167,8 +216,8 @@ class Connection:
         except PeerClosedError:
             logger.debug("%s: response to opaque %d not sent, connection closing", self, cmd.opaque)
         finally:
-            self._limiter.release_on_behalf_of(token)
-            if self._draining and not self._limiter.borrowed_tokens:
+            self._in_flight -= 1
+            if self._draining and not self._in_flight:
                 self._drained.set()
 
     def _resolve(self, response: RemotingCommand) -> None:
@@ -188,9 +237,21 @@ class Connection:
             logger.error("%s: cannot encode %r: %s", self, cmd, err)
             return
         try:
-            await self._send.send(frame)
+            while not self._has_room(len(frame)):
+                await self._room.park()
+            self._send.send_nowait(frame)
+            self._queued_bytes += len(frame)
         except (trio.ClosedResourceError, trio.BrokenResourceError) as err:
             raise PeerClosedError(f"{self}: connection closed") from err
+
+    def _has_room(self, size: int) -> bool:
+        queued = self._outbox.statistics().current_buffer_used
+        if not queued and not self._queued_bytes:
+            return True
+        return (
+            queued < self.config.send_queue_size
+            and self._queued_bytes + size <= self.config.send_queue_bytes
+        )
 
     async def _writer(self) -> None:
         async with self._outbox:
@@ -217,6 +278,8 @@ class Connection:
                     self.close()
                     return
                 self.frames_out += len(frames)
+                self._queued_bytes -= len(data)
+                self._room.unpark_all()
 
     # -- calls to the peer (gateway.dispatch.Peer) ---------------------------------------------
 
@@ -243,6 +306,21 @@ class Connection:
         request.flag |= 0x2
         await self._enqueue(request)
 
+    def try_invoke_oneway(self, request: RemotingCommand) -> bool:
+        """Queue a oneway request without waiting; ``False`` (nothing sent) when the connection is
+        closed or its outbox is full. For notices such as NOTIFY_CONSUMER_IDS_CHANGED, which Java
+        sends with a 10 ms budget and drops when the channel is busy."""
+        request.opaque = next(_opaques) & 0x7FFFFFFF
+        request.flag |= 0x2
+        try:
+            self._send.send_nowait(encode_frame(request))
+        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+            return False
+        except RocketMQError as err:
+            logger.error("%s: cannot encode %r: %s", self, request, err)
+            return False
+        return True
+
     def statistics(self) -> dict[str, object]:
         return {
             "id": self.info.id,
@@ -250,7 +328,11 @@ class Connection:
             "client_id": self.info.client_id,
             "frames_in": self.frames_in,
             "frames_out": self.frames_out,
-            "in_flight": self._limiter.borrowed_tokens,
+            "in_flight": self._in_flight,
+            "queued_frames": self._outbox.statistics().current_buffer_used,
+            "queued_bytes": self._queued_bytes,
+            "busy_answers": self.busy_answers,
+            "oneway_dropped": self.oneway_dropped,
             "pending_calls": len(self._pending),
             "buffered_bytes": self._decoder.buffered,
         }
