@@ -1,0 +1,1 @@
+"""Helpers for using the gateway as a test broker: protocol probe, testcontainers module, pytest plugin."""

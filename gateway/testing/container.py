@@ -1,0 +1,144 @@
+"""A testcontainers module for the gateway's image (``docker/Dockerfile``).
+
+::
+
+    from gateway.testing.container import RocketMQGatewayContainer
+
+    with RocketMQGatewayContainer() as gateway:          # image rmq-gateway:local, host network
+        namesrv = gateway.get_namesrv_address()          # "127.0.0.1:<free port>"
+
+Start-up waits on readiness over the wire (:mod:`gateway.testing.probe`: the NameServer answers
+and the broker has registered), never on a sleep or a log line.
+
+Networking. A RocketMQ client asks the NameServer for the broker's address and then connects to
+that address, so the broker must advertise one the client can reach (``brokerIP1``, like the real
+broker) on the port it really listens on. Two modes:
+
+* ``network_mode="host"`` (default): the container shares the host's network; both servers
+  listen on free ports of ``127.0.0.1`` and advertise ``127.0.0.1``. Nothing is published.
+* ``network_mode="bridge"``: ports are published one-to-one (host port = container port, picked
+  free on the host) and the broker advertises the Docker host's address, so clients outside the
+  container reach it. A random host port mapping cannot work: the advertised port would be wrong.
+
+``TESTCONTAINERS_RYUK_DISABLED=true`` is needed where the reaper image cannot be pulled; the
+container is then removed by :meth:`stop` (the context manager does it).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from collections.abc import Mapping
+from typing import Any, Literal, Self
+
+from testcontainers.core.container import DockerContainer
+
+from gateway.testing.probe import ProbeError, ProbeResult, probe
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_IMAGE = os.environ.get("RMQ_GATEWAY_IMAGE", "rmq-gateway:local")
+STARTUP_TIMEOUT_S = 60.0  # container start to a registered broker; ~1 s on a 2-core machine
+PROBE_INTERVAL_S = 0.05
+LOOPBACK = "127.0.0.1"
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A TCP port nothing listens on at the moment (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+class RocketMQGatewayContainer(DockerContainer):
+    """``rmq-gateway standalone`` (NameServer + Broker) in a container; see the module docstring.
+
+    ``properties`` are Java broker.conf keys (``{"flushDiskType": "SYNC_FLUSH"}``), passed as
+    ``RMQ_PROP_<key>`` variables to the image's entrypoint.
+    """
+
+    def __init__(
+        self,
+        image: str = DEFAULT_IMAGE,
+        *,
+        network_mode: Literal["host", "bridge"] = "host",
+        namesrv_port: int | None = None,
+        broker_port: int | None = None,
+        broker_ip1: str | None = None,
+        broker_name: str = "broker-a",
+        properties: Mapping[str, str] | None = None,
+        startup_timeout: float = STARTUP_TIMEOUT_S,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(image, **kwargs)
+        self.network_mode = network_mode
+        self.namesrv_port = namesrv_port or free_port()
+        self.broker_port = broker_port or free_port()
+        self.startup_timeout = startup_timeout
+        self.ready: ProbeResult | None = None
+        self.startup_seconds: float | None = None
+        self.with_env("NAMESRV_PORT", str(self.namesrv_port))
+        self.with_env("BROKER_PORT", str(self.broker_port))
+        self.with_env("BROKER_NAME", broker_name)
+        if network_mode == "host":
+            # Loopback only: the host's other interfaces see nothing of a test broker.
+            self.with_kwargs(network_mode="host")
+            self.with_env("RMQ_HOST", LOOPBACK)
+            self.with_env("BROKER_IP1", broker_ip1 or LOOPBACK)
+        else:
+            self.with_bind_ports(self.namesrv_port, self.namesrv_port)
+            self.with_bind_ports(self.broker_port, self.broker_port)
+            self._broker_ip1 = broker_ip1
+        for key, value in (properties or {}).items():
+            self.with_env(f"RMQ_PROP_{key}", value)
+
+    def _host(self) -> str:
+        if self.network_mode == "host":
+            return LOOPBACK
+        host = self.get_container_host_ip()
+        return LOOPBACK if host == "localhost" else host
+
+    def get_namesrv_address(self) -> str:
+        """``host:port`` of the NameServer, what clients take as ``namesrvAddr``/``NAMESRV_ADDR``."""
+        return f"{self._host()}:{self.namesrv_port}"
+
+    def get_broker_address(self) -> str:
+        """``host:port`` the broker advertises (clients learn it from the NameServer)."""
+        return f"{self._host()}:{self.broker_port}"
+
+    def start(self) -> Self:
+        """Start the container and wait until the broker is registered; on failure the container
+        is removed and ``TimeoutError``/``RuntimeError`` (with its logs) raised."""
+        if self.network_mode == "bridge":
+            self.with_env("BROKER_IP1", self._broker_ip1 or self._host())
+        began = time.monotonic()
+        super().start()
+        try:
+            self.ready = self._wait_ready(began)
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_seconds = time.monotonic() - began
+        logger.info("rmq-gateway container ready in %.2f s: %s", self.startup_seconds, self.ready.summary())
+        return self
+
+    def _wait_ready(self, began: float) -> ProbeResult:
+        deadline = began + self.startup_timeout
+        reason = "not probed yet"
+        while time.monotonic() < deadline:
+            try:
+                return probe(self.get_namesrv_address(), timeout=1.0)
+            except ProbeError as err:
+                reason = str(err)
+            self.reload()
+            if self.status in ("exited", "dead"):
+                raise RuntimeError(f"rmq-gateway container {self.status}:\n{self._log_tail()}")
+            time.sleep(PROBE_INTERVAL_S)
+        limit = f"{self.startup_timeout:g} s"
+        raise TimeoutError(f"rmq-gateway container not ready within {limit} ({reason}):\n{self._log_tail()}")
+
+    def _log_tail(self, chars: int = 3000) -> str:
+        stdout, stderr = self.get_logs()
+        return (stdout + stderr).decode(errors="replace")[-chars:]
