@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from compat_tests import golden_scenarios as scen
-from compat_tests.golden_servers import ReferenceServers, free_port
 from compat_tests.golden_writer import (
     Seen,
     commit_log_records,
@@ -40,6 +39,7 @@ from compat_tests.golden_writer import (
     write_record,
 )
 from compat_tests.proxy import Connection, Frame, RecordingProxy, loopback_ipv6_available, running_proxies
+from compat_tests.reference import ReferenceServers, free_port
 
 log = logging.getLogger("record_golden")
 

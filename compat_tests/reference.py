@@ -1,8 +1,15 @@
-"""The reference Apache RocketMQ 5.3.3 (Maven Central jars), the Java clients, and our own CLI,
-started as subprocesses on loopback for compatibility tests.
+"""The one launcher of the real Apache RocketMQ 5.3.3 servers (Maven Central jars), plus the
+processes the compatibility tests start next to them: ``mqadmin``, the capture client and our own
+NameServer CLI.
 
-Every process is started with a temporary ``user.home`` (RocketMQ writes logs and config there),
-small heaps and free ports, and stopped with SIGTERM then SIGKILL.
+Every Java server is started by :class:`ReferenceServers`: a temporary ``user.home`` (RocketMQ
+writes logs and config there), a 256 MiB heap, free loopback ports, and one broker setting that
+differs from the defaults (``consumerManageThreadPoolNums=1``, see :meth:`ReferenceServers.start_broker`).
+Processes are stopped with SIGTERM, then SIGKILL. ``compat_tests/java/README.md`` lists the exact
+artifacts; ``scripts/setup-java.sh`` resolves them into :data:`REFERENCE_LIB`.
+
+:func:`start_reference_namesrv` and :func:`start_reference_broker` are shorthands for tests that
+start the two servers separately (e.g. a broker registering to ours and the real NameServer).
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,23 +31,62 @@ from codec.bodies.route import TopicRouteData
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.errors import RocketMQError
+from compat_tests.scenario import CLIENT_LINES, JAVA_DIR
 from gateway.client import connect
 
-JAVA_DIR = Path(__file__).resolve().parent / "java"
+__all__ = [
+    "BOOT_TIMEOUT_S",
+    "CLIENT_LINES",
+    "COMMIT_LOG_FILE_SIZE",
+    "JAVA_DIR",
+    "REFERENCE_LIB",
+    "STOP_TIMEOUT_S",
+    "ReferenceServers",
+    "free_port",
+    "run_capture",
+    "run_mqadmin",
+    "start_gateway_namesrv",
+    "start_reference_broker",
+    "start_reference_namesrv",
+    "stop",
+    "topic_route",
+    "wait_routed",
+]
+
 REFERENCE_LIB = JAVA_DIR / "reference" / "target" / "lib"
-CLIENT_LINES = ("4.9.8", "5.3.3")
+LOOPBACK = ("127.0.0.1",)
+BOOT_TIMEOUT_S = 90.0  # namesrv or broker "boot success" (JVM start-up on a busy 2-core machine)
+STOP_TIMEOUT_S = 60.0  # the 5.3.3 broker takes ~20 s to stop (pop revive services)
+GATEWAY_READY_TIMEOUT_S = 20.0  # our NameServer's "ready" line
+SERVER_HEAP_MB = 256  # -Xms/-Xmx/-XX:MaxDirectMemorySize of each reference server
+COMMIT_LOG_FILE_SIZE = 64 * 1024 * 1024  # mappedFileSizeCommitLog: one file holds every record
+# The broker's extra ports relative to listenPort (BrokerStartup): the VIP channel at P - 2
+# (NettyServerConfig's fast port) and haListenPort, set here to P + 1.
+BROKER_PORT_OFFSETS = (-2, 0, 1)
 
 
-def free_port(spare_below: int = 0, spare_above: int = 0) -> int:
-    """A free loopback port whose neighbours (the broker's fast and HA ports) are free too."""
+def free_port(
+    hosts: tuple[str, ...] = LOOPBACK,
+    offsets: tuple[int, ...] = (0,),
+    *,
+    spare_below: int = 0,
+    spare_above: int = 0,
+) -> int:
+    """A port P such that P + each offset (and every port from P - ``spare_below`` to
+    P + ``spare_above``) can be bound on every host (IPv4 or IPv6 literals)."""
+    wanted = sorted({*offsets, *range(-spare_below, spare_above + 1)})
     for _ in range(200):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = int(s.getsockname()[1])
+        if port + wanted[0] < 1024 or port + wanted[-1] > 65535:
+            continue
         try:
-            for p in range(port - spare_below, port + spare_above + 1):
-                with socket.socket() as probe:
-                    probe.bind(("127.0.0.1", p))
+            for host in hosts:
+                family = socket.AF_INET6 if ":" in host else socket.AF_INET
+                for off in wanted:
+                    with socket.socket(family) as probe:
+                        probe.bind((host, port + off))
         except OSError:
             continue
         return port
@@ -85,17 +132,20 @@ def wait_routed(
         time.sleep(0.2)
 
 
-def stop(proc: subprocess.Popen[str], timeout: float = 15) -> None:
+def stop(proc: subprocess.Popen[Any], timeout: float = 15) -> None:
+    """SIGTERM ``proc``, SIGKILL it after ``timeout`` seconds, and reap it."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.wait()
+            proc.wait(10)
 
 
-def _wait_for_line(path: Path, pattern: str, proc: subprocess.Popen[str], timeout: float) -> str:
+def wait_for_line(path: Path, pattern: str, proc: subprocess.Popen[Any], timeout: float) -> str:
+    """The first match of ``pattern`` in the file ``path`` (a process's log), polled until
+    ``timeout``; fails at once when ``proc`` exits first."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         text = path.read_text(errors="replace") if path.exists() else ""
@@ -103,7 +153,7 @@ def _wait_for_line(path: Path, pattern: str, proc: subprocess.Popen[str], timeou
         if match:
             return match.group(0)
         if proc.poll() is not None:
-            raise RuntimeError(f"process exited ({proc.returncode}) before {pattern!r}:\n{text[-3000:]}")
+            raise RuntimeError(f"{path.name}: exited ({proc.returncode}) before {pattern!r}:\n{text[-3000:]}")
         time.sleep(0.1)
     raise TimeoutError(f"{pattern!r} not seen within {timeout} s in {path}")
 
@@ -125,77 +175,167 @@ def start_gateway_namesrv(
         env={**os.environ, "HOME": str(workdir)},
         text=True,
     )
-    line = _wait_for_line(log, r"ready: namesrv=\S+", proc, 20)
+    line = wait_for_line(log, r"ready: namesrv=\S+", proc, GATEWAY_READY_TIMEOUT_S)
     return proc, line.split("=", 1)[1]
 
 
-def _start_java(
-    workdir: Path, main: str, conf: Path, out_name: str, heap_mb: int
-) -> tuple[subprocess.Popen[str], Path]:
-    """Start a reference server's main class with ``-c conf``; output goes to ``workdir/out_name``."""
-    out = workdir / out_name
-    proc = subprocess.Popen(
-        [
+@dataclass
+class ReferenceServers:
+    """One real NameServer and one real Broker in ``workdir``, started on demand.
+
+    The knobs beyond a plain loopback pair serve the golden-vector recorder: the servers' own
+    serialize type (a Java server answers in its configured type, not the request's, so
+    ROCKETMQ-serialized responses need ROCKETMQ servers); the broker's ``bindAddress``
+    (``NettyServerConfig``) apart from the ``brokerIP1`` it registers, so a recording proxy can
+    listen on the advertised address; and where the broker registers (a proxy in front of the
+    NameServer, or several NameServers separated by ``;``). :meth:`on_loopback` covers the rest.
+    """
+
+    workdir: Path
+    serialize: str  # "JSON" or "ROCKETMQ", for both servers
+    namesrv_port: int
+    broker_port: int
+    broker_bind: str  # NettyServerConfig.bindAddress of the broker (and of its VIP port - 2)
+    broker_ip1: str  # brokerIP1: the address registered in the NameServer and stored as STOREHOST
+    namesrv_addr_for_broker: str  # where the broker registers (a proxy in front of the NameServer)
+    broker_name: str = "broker-a"
+    extra_conf: tuple[str, ...] = ()  # more broker.conf lines
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    broker: subprocess.Popen[bytes] | None = None
+
+    @classmethod
+    def on_loopback(
+        cls,
+        workdir: Path,
+        *,
+        broker_name: str = "broker-a",
+        extra_conf: tuple[str, ...] = (),
+        namesrv_addr_for_broker: str | None = None,
+    ) -> ReferenceServers:
+        """JSON servers on free 127.0.0.1 ports; the broker registers to the NameServer here
+        unless ``namesrv_addr_for_broker`` names others."""
+        namesrv_port = free_port()
+        return cls(
+            workdir=workdir,
+            serialize="JSON",
+            namesrv_port=namesrv_port,
+            broker_port=free_port(offsets=BROKER_PORT_OFFSETS),
+            broker_bind="127.0.0.1",
+            broker_ip1="127.0.0.1",
+            namesrv_addr_for_broker=namesrv_addr_for_broker or f"127.0.0.1:{namesrv_port}",
+            broker_name=broker_name,
+            extra_conf=extra_conf,
+        )
+
+    @property
+    def namesrv_addr(self) -> str:
+        return f"127.0.0.1:{self.namesrv_port}"
+
+    @property
+    def broker_addr(self) -> str:
+        """The address the broker registers (``brokerIP1:listenPort``)."""
+        return f"{self.broker_ip1}:{self.broker_port}"
+
+    @property
+    def store(self) -> Path:
+        return self.workdir / "store"
+
+    @property
+    def commit_log(self) -> Path:
+        return self.store / "commitlog" / f"{0:020d}"
+
+    def _java(self, main: str, conf: Path, out: str) -> subprocess.Popen[bytes]:
+        cmd = [
             "java",
-            f"-Xms{heap_mb}m",
-            f"-Xmx{heap_mb}m",
-            f"-XX:MaxDirectMemorySize={heap_mb}m",
-            f"-Duser.home={workdir}",
-            f"-Drocketmq.home.dir={workdir}",
+            f"-Xms{SERVER_HEAP_MB}m",
+            f"-Xmx{SERVER_HEAP_MB}m",
+            f"-XX:MaxDirectMemorySize={SERVER_HEAP_MB}m",
+            f"-Drocketmq.serialize.type={self.serialize}",
+            f"-Duser.home={self.workdir}",
+            f"-Drocketmq.home.dir={self.workdir}",
             "-cp",
             f"{REFERENCE_LIB}/*",
             main,
             "-c",
             str(conf),
-        ],
-        stdout=out.open("w"),
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    return proc, out
+        ]
+        with (self.workdir / out).open("wb") as log:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        self.procs.append(proc)
+        return proc
+
+    def start_namesrv(self) -> subprocess.Popen[bytes]:
+        """Start the NameServer on 127.0.0.1 and wait for its boot line."""
+        conf = self.workdir / "namesrv.conf"
+        conf.write_text(f"listenPort={self.namesrv_port}\nbindAddress=127.0.0.1\n")
+        proc = self._java("org.apache.rocketmq.namesrv.NamesrvStartup", conf, "namesrv.out")
+        wait_for_line(self.workdir / "namesrv.out", r"boot success", proc, BOOT_TIMEOUT_S)
+        return proc
+
+    def start_broker(self) -> subprocess.Popen[bytes]:
+        """Start the broker and wait for its boot line."""
+        conf = self.workdir / "broker.conf"
+        lines = [
+            "brokerClusterName=DefaultCluster",
+            f"brokerName={self.broker_name}",
+            "brokerId=0",
+            f"listenPort={self.broker_port}",
+            f"haListenPort={self.broker_port + 1}",
+            f"bindAddress={self.broker_bind}",
+            f"brokerIP1={self.broker_ip1}",
+            f"brokerIP2={self.broker_ip1}",
+            f"namesrvAddr={self.namesrv_addr_for_broker}",
+            f"storePathRootDir={self.store}",
+            f"storePathCommitLog={self.store / 'commitlog'}",
+            f"mappedFileSizeCommitLog={COMMIT_LOG_FILE_SIZE}",
+            "autoCreateTopicEnable=true",
+            # One thread for UPDATE_CONSUMER_OFFSET: 5.3.3 loses one of two concurrent *first* commits
+            # of a topic@group (check-then-put in ConsumerOffsetManager.commitOffset, apache/rocketmq
+            # #10700), and a push consumer's shutdown sends its first commits of all queues at once;
+            # CI saw consumerProgress report a committed queue at offset 0. Ours commits on one thread.
+            "consumerManageThreadPoolNums=1",
+            *self.extra_conf,  # later lines win (java.util.Properties)
+            "",
+        ]
+        conf.write_text("\n".join(lines))
+        self.broker = self._java("org.apache.rocketmq.broker.BrokerStartup", conf, "broker.out")
+        wait_for_line(self.workdir / "broker.out", r"boot success", self.broker, BOOT_TIMEOUT_S)
+        return self.broker
+
+    def wait_registered(self, timeout: float = BOOT_TIMEOUT_S) -> None:
+        """Wait until the NameServer routes TBW102 to this broker: a producer started between
+        "boot success" and the first registration fails with "No route info of this topic"."""
+        wait_routed(self.namesrv_addr, self.broker_addr, timeout, self.broker)
+
+    def stop_broker(self) -> None:
+        """SIGTERM the broker (its shutdown hook flushes the store) and wait for it."""
+        if self.broker is not None:
+            stop(self.broker, STOP_TIMEOUT_S)
+
+    def stop(self) -> None:
+        """Stop every process started here, broker first."""
+        for proc in reversed(self.procs):
+            stop(proc, STOP_TIMEOUT_S)
 
 
-def start_reference_namesrv(workdir: Path) -> tuple[subprocess.Popen[str], str]:
-    """The real Apache RocketMQ NameServer on a free loopback port; returns it and its address."""
-    port = free_port()
-    conf = workdir / "namesrv.conf"
-    conf.write_text(f"listenPort={port}\nbindAddress=127.0.0.1\n")
-    proc, out = _start_java(workdir, "org.apache.rocketmq.namesrv.NamesrvStartup", conf, "namesrv.out", 128)
-    _wait_for_line(out, r"boot success", proc, 60)
-    return proc, f"127.0.0.1:{port}"
+def start_reference_namesrv(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """The real NameServer on a free loopback port; returns it and its address."""
+    servers = ReferenceServers.on_loopback(workdir)
+    return servers.start_namesrv(), servers.namesrv_addr
 
 
 def start_reference_broker(
     workdir: Path, namesrv_addr: str, broker_name: str = "broker-ref", extra: dict[str, str] | None = None
-) -> tuple[subprocess.Popen[str], str]:
-    """The real Apache RocketMQ broker registering to ``namesrv_addr`` (``;``-separated list);
-    returns it and its address. ``extra``: more broker.conf keys."""
-    port = free_port(spare_below=2, spare_above=1)
-    store = workdir / "store"
-    conf = workdir / "broker.conf"
-    conf.write_text(
-        "\n".join(
-            [
-                "brokerClusterName=DefaultCluster",
-                f"brokerName={broker_name}",
-                "brokerId=0",
-                f"listenPort={port}",
-                f"haListenPort={port + 1}",
-                f"namesrvAddr={namesrv_addr}",
-                "brokerIP1=127.0.0.1",
-                "brokerIP2=127.0.0.1",
-                f"storePathRootDir={store}",
-                f"storePathCommitLog={store / 'commitlog'}",
-                "mappedFileSizeCommitLog=67108864",
-                "autoCreateTopicEnable=true",
-                *(f"{k}={v}" for k, v in (extra or {}).items()),
-                "",
-            ]
-        )
+) -> tuple[subprocess.Popen[bytes], str]:
+    """The real broker registering to ``namesrv_addr`` (``;``-separated list); returns it and its
+    address. ``extra``: more broker.conf keys."""
+    servers = ReferenceServers.on_loopback(
+        workdir,
+        broker_name=broker_name,
+        extra_conf=tuple(f"{k}={v}" for k, v in (extra or {}).items()),
+        namesrv_addr_for_broker=namesrv_addr,
     )
-    proc, out = _start_java(workdir, "org.apache.rocketmq.broker.BrokerStartup", conf, "broker.out", 256)
-    _wait_for_line(out, r"boot success", proc, 60)
-    return proc, f"127.0.0.1:{port}"
+    return servers.start_broker(), servers.broker_addr
 
 
 def run_mqadmin(namesrv_addr: str, *args: str, home: Path, timeout: float = 60) -> str:

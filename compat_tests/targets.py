@@ -3,7 +3,7 @@
 * :class:`GatewayTarget`: ``rmq-gateway standalone`` as a subprocess (the same CLI users run),
   with its own store directory and a ``broker.conf`` for settings such as ``flushDiskType``.
 * :class:`ReferenceTarget`: the real Apache RocketMQ 5.3.3 NameServer and Broker from Maven
-  Central's jars (``compat_tests/golden_servers.py``).
+  Central's jars (:class:`compat_tests.reference.ReferenceServers`).
 
 Both offer ``namesrv_addr``, ``restart_broker(kill=...)`` (SIGTERM, or SIGKILL to test crash
 recovery) and ``stop()``. Everything listens on 127.0.0.1.
@@ -20,8 +20,7 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from compat_tests.golden_servers import ReferenceServers
-from compat_tests.golden_servers import free_port as free_ports
+from compat_tests.reference import ReferenceServers, free_port
 
 REPO = Path(__file__).resolve().parent.parent
 BOOT_TIMEOUT_S = 30.0
@@ -44,8 +43,8 @@ class GatewayTarget:
     def __init__(self, workdir: Path, broker_conf: dict[str, str] | None = None) -> None:
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
-        self.namesrv_port = free_ports(("127.0.0.1",))
-        self.broker_port = free_ports(("127.0.0.1",))
+        self.namesrv_port = free_port()
+        self.broker_port = free_port()
         self.conf = workdir / "broker.conf"
         lines = {"mappedFileSizeCommitLog": str(256 * 1024 * 1024), **(broker_conf or {})}
         self.conf.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
@@ -118,18 +117,9 @@ class ReferenceTarget:
 
     def __init__(self, workdir: Path, broker_conf: dict[str, str] | None = None) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
-        namesrv_port = free_ports(("127.0.0.1",))
-        broker_port = free_ports(("127.0.0.1",), (-2, 0, 1))
         extra = {"mappedFileSizeCommitLog": str(256 * 1024 * 1024), **(broker_conf or {})}
-        self.servers = ReferenceServers(
-            workdir=workdir,
-            serialize="JSON",
-            namesrv_port=namesrv_port,
-            broker_port=broker_port,
-            broker_bind="127.0.0.1",
-            broker_ip1="127.0.0.1",
-            namesrv_addr_for_broker=f"127.0.0.1:{namesrv_port}",
-            extra_conf=tuple(f"{k}={v}" for k, v in extra.items()),
+        self.servers = ReferenceServers.on_loopback(
+            workdir, extra_conf=tuple(f"{k}={v}" for k, v in extra.items())
         )
         try:
             self.servers.start_namesrv()

@@ -12,8 +12,9 @@
 
 Both use small files (``SMALL_STORE``) so that commit logs and consume queues roll. The Java side
 is a small scenario program (``tests/golden/store/java/StoreScenario.java``) compiled at test time
-against the reference jars; the servers are :class:`compat_tests.golden_servers.ReferenceServers`
-with the small file sizes added to their broker.conf.
+against the reference jars; the servers are :class:`compat_tests.reference.ReferenceServers`
+with the small file sizes added to their broker.conf; the checks of (a) are in
+``compat_tests/store_checks.py``.
 """
 
 from __future__ import annotations
@@ -28,13 +29,10 @@ from pathlib import Path
 
 import pytest
 
-from codec.hashing import tags_code
 from codec.message import MessageRecord, decode_record
-from codec.message_id import decode_offset_msg_id
-from codec.properties import KEYS, TAGS, UNIQ_KEY, decode_properties, encode_properties
-from compat_tests.golden_servers import ReferenceServers, free_port
-from compat_tests.reference import REFERENCE_LIB
-from store.config import StoreConfig
+from codec.properties import KEYS, TAGS, UNIQ_KEY, encode_properties
+from compat_tests.reference import REFERENCE_LIB, ReferenceServers
+from compat_tests.store_checks import COUNT, SMALL_STORE, check_real_store, store_config
 from store.message_store import MessageStore
 from store.metadata import TOPICS_JSON, data_version, topic_config_entry
 
@@ -43,19 +41,6 @@ pytestmark = pytest.mark.compat
 REPO = Path(__file__).resolve().parent.parent
 SCENARIO = REPO / "tests" / "golden" / "store" / "java" / "StoreScenario.java"
 GOLDEN_DIR = REPO / "tests" / "golden" / "store" / "real-5.3.3"
-SMALL_STORE = {  # broker.conf keys shared by both sides
-    "mappedFileSizeCommitLog": "131072",
-    "mappedFileSizeConsumeQueue": "4000",  # 200 units per file
-    "maxHashSlotNum": "512",
-    "maxIndexNum": "2048",
-}
-COUNT = 160  # ~130 KiB of records: the commit log rolls once
-
-
-def store_config(root: Path) -> StoreConfig:
-    config, unknown = StoreConfig.from_properties({"storePathRootDir": str(root), **SMALL_STORE})
-    assert not unknown
-    return config
 
 
 @pytest.fixture(scope="module")
@@ -83,15 +68,8 @@ def run_scenario(classes: Path, home: Path, *args: str, timeout: float = 120) ->
 
 @pytest.fixture
 def servers(tmp_path: Path) -> Iterator[ReferenceServers]:
-    namesrv_port = free_port(("127.0.0.1",))
-    s = ReferenceServers(
-        workdir=tmp_path,
-        serialize="JSON",
-        namesrv_port=namesrv_port,
-        broker_port=free_port(("127.0.0.1",), (-2, 0, 1)),
-        broker_bind="127.0.0.1",
-        broker_ip1="127.0.0.1",
-        namesrv_addr_for_broker=f"127.0.0.1:{namesrv_port}",
+    s = ReferenceServers.on_loopback(
+        tmp_path,
         broker_name="broker-store",
         extra_conf=("timerWheelEnable=false", *(f"{k}={v}" for k, v in SMALL_STORE.items())),
     )
@@ -103,39 +81,6 @@ def servers(tmp_path: Path) -> Iterator[ReferenceServers]:
 
 
 # -- (a) real broker → our store ------------------------------------------------------------------
-
-
-def check_real_store(root: Path, sent: list[list[str]]) -> None:
-    """Every message the real producer sent is where its SendResult says, and found by key."""
-    with MessageStore(store_config(root)) as store:
-        assert store.last_exit_ok
-        assert len(store.commit_log.queue.files) >= 2  # rolled
-        per_queue: dict[int, int] = {}
-        for kind, i, qid, qoffset, uniq, offset_id, keys, tags in sent:
-            topic = "StoreCompatReal"
-            got = store.get_message(topic, int(qid), int(qoffset), 1)
-            assert got.status.name == "FOUND", (i, got)
-            record = decode_record(got.buffers[0])
-            props = decode_properties(record.properties)
-            assert (record.queue_id, record.queue_offset) == (int(qid), int(qoffset))
-            assert (props[KEYS], props[TAGS]) == (keys, tags)
-            # The real broker appends the batch's own properties to each inner message's, so the
-            # last UNIQ_KEY (the one Java reads and indexes) is the batch's id.
-            assert kind == "BATCH" or props[UNIQ_KEY] == uniq
-            assert uniq in record.properties
-            assert record.physical_offset == decode_offset_msg_id(offset_id)[2]
-            assert record.body.decode().startswith(f"message-{i} ")
-            cq = store.queues.find(topic, int(qid))
-            assert cq is not None
-            unit = cq.get(int(qoffset))
-            assert unit == (record.physical_offset, record.store_size, tags_code(tags))
-            for key in (props[UNIQ_KEY], keys.split()[0]):
-                found = store.query_message(topic, key, 32, 0, 2**62)
-                assert record.physical_offset in found.offsets, (key, found.offsets)
-            per_queue[int(qid)] = max(per_queue.get(int(qid), 0), int(qoffset) + 1)
-        for queue_id, count in per_queue.items():
-            assert store.get_max_offset_in_queue("StoreCompatReal", queue_id) == count
-        assert len(store.query_message("StoreCompatReal", "common-0", 64, 0, 2**62).offsets) == COUNT // 5
 
 
 def test_real_broker_store_opens_in_our_store(servers: ReferenceServers, scenario: Path) -> None:

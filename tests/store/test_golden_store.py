@@ -8,7 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
-from compat_tests.test_store_compat import check_real_store
+from compat_tests.store_checks import check_real_store
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "store" / "real-5.3.3"
 

@@ -13,12 +13,10 @@ import pytest
 from codec.hashing import tags_code
 from codec.message import BLANK_MAGIC_CODE, MessageRecord, decode_record, iter_records, peek_record
 from codec.properties import KEYS, TAGS, UNIQ_KEY, decode_properties, encode_properties
-from store.config import StoreConfig
 from store.message_store import MessageStore
 from store.metadata import consumer_offsets, load_json_file, persist_json_file
 from store.results import GetMessageStatus, PutMessageStatus
-
-SEGMENT = 64 * 1024
+from tests.store.helpers import SEGMENT, small_config
 
 
 class Clock:
@@ -27,21 +25,6 @@ class Clock:
 
     def __call__(self) -> int:
         return self.now
-
-
-def small_config(root: Path, **extra: str) -> StoreConfig:
-    config, unknown = StoreConfig.from_properties(
-        {
-            "storePathRootDir": str(root),
-            "mappedFileSizeCommitLog": str(SEGMENT),
-            "mappedFileSizeConsumeQueue": str(100 * 20),
-            "maxHashSlotNum": "64",
-            "maxIndexNum": "256",
-            **extra,
-        }
-    )
-    assert not unknown
-    return config
 
 
 def message(topic: str, queue_id: int, i: int, size: int = 100, tag: str = "TagA") -> MessageRecord:

@@ -19,7 +19,7 @@ from pathlib import Path
 from codec.message import MessageRecord, iter_records
 from store.message_store import MessageStore
 from store.results import GetMessageStatus
-from tests.store.test_store_basics import small_config
+from tests.store.helpers import small_config
 
 ROUNDS = 4
 TOPIC = "Crash"
@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 from codec.message import MessageRecord
 from store.message_store import MessageStore
-from tests.store.test_store_basics import small_config
+from tests.store.helpers import small_config
 
 root, round_no = Path(sys.argv[1]), int(sys.argv[2])
 store = MessageStore(small_config(root, flushDiskType="SYNC_FLUSH")).open()

@@ -18,7 +18,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from codec.message import MessageRecord, iter_records
 from store.message_store import MessageStore
 from store.results import GetMessageStatus
-from tests.store.test_store_basics import small_config
+from tests.store.helpers import small_config
 
 QUEUES = [("A", 0), ("A", 1), ("B", 0)]
 
