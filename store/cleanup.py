@@ -18,37 +18,64 @@ index files whose entries all point below it follow.
 
 from __future__ import annotations
 
+import shutil
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
-if TYPE_CHECKING:
-    from store.message_store import MessageStore
+from store.commit_log import CommitLog
+from store.config import StoreConfig
+from store.consume_queue_store import ConsumeQueueStore
+from store.index_file import IndexService
+
+
+def disk_usage_percent(path: str) -> float:
+    """Used space of the file system holding ``path`` in percent (``getDiskPartitionSpaceUsedPercent``);
+    -1 when it cannot be read."""
+    try:
+        usage = shutil.disk_usage(path)
+    except OSError:
+        return -1.0
+    return 100.0 * (usage.total - usage.free) / usage.total if usage.total else -1.0
 
 
 class CleanService:
-    def __init__(self, store: MessageStore) -> None:
-        self.store = store
+    """Deletes expired files and watches disk use; :attr:`disk_ok` is false above the warning ratio."""
+
+    def __init__(
+        self,
+        config: StoreConfig,
+        commit_log: CommitLog,
+        queues: ConsumeQueueStore,
+        index: IndexService,
+        disk_usage: Callable[[str], float] = disk_usage_percent,
+    ) -> None:
+        self.config = config
+        self.commit_log = commit_log
+        self.queues = queues
+        self.index = index
+        self.disk_usage = disk_usage
         self.next_run = 0
         self.last_disk_ratio = -1.0
+        self.disk_ok = True  # False while disk use is above diskSpaceWarningLevelRatio
 
     def tick(self, now_ms: int) -> None:
         if now_ms >= self.next_run:
-            self.next_run = now_ms + self.store.config.clean_resource_interval
+            self.next_run = now_ms + self.config.clean_resource_interval
             self.run(now_ms)
 
     def run(self, now_ms: int, manual: bool = False) -> int:
-        store = self.store
-        config = store.config
-        ratio = store.disk_usage(config.commit_log_dir)
+        """One cleanup round; returns the number of commit-log files deleted."""
+        config = self.config
+        ratio = self.disk_usage(config.commit_log_dir)
         self.last_disk_ratio = ratio
-        store.writable = not ratio > config.disk_space_warning_level_ratio
+        self.disk_ok = not ratio > config.disk_space_warning_level_ratio
         is_time = time.localtime(now_ms / 1000).tm_hour in config.delete_hours()
         space_full = ratio > config.disk_max_used_space_ratio
         forcibly = config.clean_file_forcibly_enable and ratio > config.disk_space_clean_forcibly_ratio
         if not (is_time or space_full or forcibly or manual):
             return 0
         reserved_ms = config.file_reserved_time * 3600 * 1000
-        queue = store.commit_log.queue
+        queue = self.commit_log.queue
         count = 0
         for mf in queue.files[:-1]:
             if count >= config.delete_file_batch_max:
@@ -64,7 +91,6 @@ class CleanService:
 
     def clean_queues(self) -> None:
         """Make consume queues and index follow the commit log's min offset."""
-        store = self.store
-        min_phy = store.commit_log.min_offset
-        store.queues.delete_expired(min_phy)
-        store.index.delete_expired(min_phy)
+        min_phy = self.commit_log.min_offset
+        self.queues.delete_expired(min_phy)
+        self.index.delete_expired(min_phy)

@@ -53,6 +53,10 @@ class ConsumeQueueStore:
         """``getMaxPhyOffsetInConsumeQueue``: the largest record end any queue references (-1: none)."""
         return max((cq.max_physic_offset for cq in self.queues.values()), default=-1)
 
+    def max_offsets(self) -> dict[tuple[str, int], int]:
+        """The next queue offset of every queue (``CommitLog.topicQueueTable`` after recovery)."""
+        return {key: cq.max_offset for key, cq in self.queues.items()}
+
     def truncate_dirty(self, commit_log_end: int) -> None:
         for cq in self.queues.values():
             if cq.max_physic_offset > commit_log_end:

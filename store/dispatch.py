@@ -1,7 +1,9 @@
-"""What the store derives from each record for its consume queues and index (``DispatchRequest``).
+"""What the store derives from each record for its consume queues and index, and the one step
+that writes them (``DispatchRequest`` and ``DefaultMessageStore.doDispatch``).
 
-The same rules apply at put time and when recovery re-dispatches records from the commit log
-(``CommitLog.checkMessageAndReturnSize`` builds the Java ``DispatchRequest`` in both cases):
+:class:`CommitLogDispatcher` is used both by a put and by recovery when it re-dispatches records
+from the commit log (``CommitLog.checkMessageAndReturnSize`` builds the Java ``DispatchRequest``
+in both cases), so the two can never disagree. The rules:
 
 * tags code = Java ``String.hashCode`` of the ``TAGS`` property (0 without one); for a record in
   ``SCHEDULE_TOPIC_XXXX`` with a ``DELAY`` level > 0 it is the delivery time instead:
@@ -14,9 +16,13 @@ The same rules apply at put time and when recovery re-dispatches records from th
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from codec.hashing import tags_code as hash_tags
 from codec.message import MessageRecord, MessageSysFlag
 from codec.properties import DELAY, KEYS, TAGS, UNIQ_KEY, decode_properties
+from store.consume_queue_store import ConsumeQueueStore
+from store.index_file import IndexService
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
 
@@ -128,3 +134,46 @@ def dispatch_of(
         uniq_key=props.get(UNIQ_KEY),
         sys_flag=record.sys_flag,
     )
+
+
+#: Told of every record a put dispatched to a consume queue, with its decoded properties
+#: (``MessageArrivingListener.arriving``: long polling wakes held pulls with it).
+ArrivalListener = Callable[[DispatchRequest, dict[str, str]], None]
+
+
+class CommitLogDispatcher:
+    """Writes a record's consume-queue unit and index entries (``CommitLogDispatcherBuildConsumeQueue``
+    and ``CommitLogDispatcherBuildIndex``). Both skip what they already hold: the consume queue a
+    unit at or before its last one, the index a record before its ``endPhyOffset`` (Java's
+    ``IndexService.buildIndex`` check), so recovery may re-dispatch records safely."""
+
+    __slots__ = ("delay_levels_ms", "index", "index_enabled", "last_timestamp", "queues")
+
+    def __init__(
+        self,
+        queues: ConsumeQueueStore,
+        index: IndexService,
+        delay_levels_ms: tuple[int, ...],
+        index_enabled: bool,
+    ) -> None:
+        self.queues = queues
+        self.index = index
+        self.delay_levels_ms = delay_levels_ms
+        self.index_enabled = index_enabled
+        self.last_timestamp = 0  # store time of the newest record dispatched (checkpoint's logics time)
+
+    def dispatch_record(
+        self, record: MessageRecord, offset: int, size: int, props: dict[str, str]
+    ) -> DispatchRequest:
+        """Dispatch the record stored at commit-log ``offset`` and return what was dispatched."""
+        req = dispatch_of(record, offset, size, self.delay_levels_ms, props)
+        if req.has_queue_entry:
+            self.queues.find_or_create(req.topic, req.queue_id).put(
+                req.queue_offset, offset, size, req.tags_code
+            )
+        if self.index_enabled and req.is_indexed:
+            keys = req.index_keys()
+            if keys:
+                self.index.build(req.topic, keys, offset, req.store_timestamp)
+        self.last_timestamp = req.store_timestamp
+        return req

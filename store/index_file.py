@@ -270,7 +270,12 @@ class IndexService:
         return f
 
     def build(self, topic: str, keys: list[str], phy_offset: int, store_timestamp: int) -> None:
-        """Index ``keys`` of the record at ``phy_offset`` (``buildIndex``; the caller skips ROLLBACK)."""
+        """Index ``keys`` of the record at ``phy_offset`` (``buildIndex``; the caller skips ROLLBACK).
+
+        A record before the newest file's ``endPhyOffset`` is indexed already and is skipped, as in
+        Java: recovery re-dispatches records the index may hold."""
+        if self.files and phy_offset < self.files[-1].end_phy_offset:
+            return
         f = self.writable_file()
         for key in keys:
             full = f"{topic}#{key}"

@@ -9,7 +9,7 @@ that is not whole (consume-queue units and index entries are written after their
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 
 from codec.errors import MessageFormatError
 from codec.message import decode_record
@@ -19,7 +19,7 @@ from store.config import CQ_STORE_UNIT_SIZE, StoreConfig
 from store.consume_queue import ConsumeQueue
 from store.consume_queue_store import ConsumeQueueStore
 from store.index_file import IndexService
-from store.results import GetMessageResult, GetMessageStatus, QueryMessageResult
+from store.results import CqUnit, GetMessageResult, GetMessageStatus, QueryMessageResult
 
 MAX_PULL_MSG_SIZE = 128 * 1024 * 1024  # DefaultMessageStore.MAX_PULL_MSG_SIZE
 _PLACEHOLDER_SIZE = 0x7FFFFFFF
@@ -60,8 +60,10 @@ class MessageReader:
     ) -> GetMessageResult:
         """Up to ``max_msg_nums`` records of a queue from ``offset`` (``DefaultMessageStore.getMessage``).
 
-        ``tags_codes``: the subscription's tag hash codes; ``None`` matches every message. Status
-        and ``next_begin_offset`` follow spec 3.2's table.
+        ``tags_codes``: the subscription's tag hash codes; ``None`` matches every message. The
+        status and ``next_begin_offset`` for an empty queue, an offset below the min, at the max
+        and past it are Java's (``NO_MESSAGE_IN_QUEUE``, ``OFFSET_TOO_SMALL``,
+        ``OFFSET_OVERFLOW_ONE``, ``OFFSET_OVERFLOW_BADLY``).
         """
         cq = self.queues.find(topic, queue_id)
         if cq is None:
@@ -93,7 +95,7 @@ class MessageReader:
         config = self.config
         max_filter_size = max(config.max_filter_message_size, max_msg_nums * CQ_STORE_UNIT_SIZE)
         max_pull_size = min(max(max_total_msg_size, 100), MAX_PULL_MSG_SIZE)
-        max_offset_py = self.commit_log.max_offset
+        max_phy_offset = self.commit_log.max_offset
         max_phy_pulling = 0
         next_begin = offset
         total = 0
@@ -111,54 +113,54 @@ class MessageReader:
                 break
             next_phy_file_start = -1
             queue_offset = next_begin
-            for offset_py, size_py, tags in units:
+            for phy_offset, msg_size, tags in units:
                 if queue_offset >= result.max_offset:
                     break
                 if (queue_offset - offset) * CQ_STORE_UNIT_SIZE >= max_filter_size:
                     break
-                in_mem = max_offset_py - offset_py < self._memory
+                in_mem = max_phy_offset - phy_offset < self._memory
                 if self._batch_full(
-                    size_py, max_msg_nums, max_pull_size, total, result.message_count, in_mem
+                    msg_size, max_msg_nums, max_pull_size, total, result.message_count, in_mem
                 ):
                     break
-                max_phy_pulling = offset_py
+                max_phy_pulling = phy_offset
                 this_offset = queue_offset
                 queue_offset += 1
                 next_begin = queue_offset
-                if size_py == _PLACEHOLDER_SIZE or (
-                    next_phy_file_start >= 0 and offset_py < next_phy_file_start
+                if msg_size == _PLACEHOLDER_SIZE or (
+                    next_phy_file_start >= 0 and phy_offset < next_phy_file_start
                 ):
                     continue
                 if tags_codes is not None and _int32(tags) not in tags_codes:
                     continue
-                data = self.commit_log.get_data(offset_py, size_py)
+                data = self.commit_log.get_data(phy_offset, msg_size)
                 if data is None:
                     if total == 0:
                         result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
-                    next_phy_file_start = self.commit_log.next_file_start(offset_py)
+                    next_phy_file_start = self.commit_log.next_file_start(phy_offset)
                     continue
                 result.buffers.append(data)
                 result.queue_offsets.append(this_offset)
-                total += size_py
+                total += msg_size
                 result.status = GetMessageStatus.FOUND
                 next_phy_file_start = -1
         result.next_begin_offset = next_begin
-        result.suggest_pulling_from_slave = max_offset_py - max_phy_pulling > self._memory
+        result.suggest_pulling_from_slave = max_phy_offset - max_phy_pulling > self._memory
 
     def _batch_full(
-        self, size_py: int, max_nums: int, max_size: int, total: int, count: int, in_mem: bool
+        self, msg_size: int, max_nums: int, max_size: int, total: int, count: int, in_mem: bool
     ) -> bool:
         """``DefaultMessageStore.isTheBatchFull``; the first message always goes."""
         if total == 0 or count == 0:
             return False
-        if count + 1 > max_nums or total + size_py > max_size:
+        if count + 1 > max_nums or total + msg_size > max_size:
             return True
         config = self.config
         if in_mem:
-            if total + size_py > config.max_transfer_bytes_on_message_in_memory:
+            if total + msg_size > config.max_transfer_bytes_on_message_in_memory:
                 return True
             return count > config.max_transfer_count_on_message_in_memory - 1
-        if total + size_py > config.max_transfer_bytes_on_message_in_disk:
+        if total + msg_size > config.max_transfer_bytes_on_message_in_disk:
             return True
         return count > config.max_transfer_count_on_message_in_disk - 1
 
@@ -201,8 +203,7 @@ class MessageReader:
 
     # -- offsets and times -----------------------------------------------------------------------
 
-    def store_time_of(self, cq: ConsumeQueue, queue_offset: int) -> int:
-        """Store timestamp of the message at ``queue_offset``; -1 when it is gone."""
+    def _store_time_of(self, cq: ConsumeQueue, queue_offset: int) -> int:
         unit = cq.get(queue_offset)
         if unit is None or unit[1] == _PLACEHOLDER_SIZE:
             return -1
@@ -211,7 +212,7 @@ class MessageReader:
     def get_offset_in_queue_by_time(
         self, topic: str, queue_id: int, timestamp: int, upper: bool = False
     ) -> int:
-        """``getOffsetInQueueByTime`` (spec 3.5). LOWER (default): the first offset stored at or after
+        """``getOffsetInQueueByTime`` (``BoundaryType``). LOWER (default): the first offset stored at or after
         ``timestamp`` (the max offset if all are older); UPPER: the last one stored at or before
         it (0 if all are newer). Unknown queue: 0."""
         cq = self.queues.find(topic, queue_id)
@@ -223,7 +224,7 @@ class MessageReader:
         first, last = lo, hi
         while lo < hi:  # first offset whose time is > timestamp (UPPER) or >= timestamp (LOWER)
             mid = (lo + hi) // 2
-            ts = self.store_time_of(cq, mid)
+            ts = self._store_time_of(cq, mid)
             if ts > timestamp or (not upper and ts == timestamp):
                 hi = mid
             else:
@@ -236,4 +237,35 @@ class MessageReader:
         cq = self.queues.find(topic, queue_id)
         if cq is None:
             return -1
-        return self.store_time_of(cq, cq.min_offset)
+        return self._store_time_of(cq, cq.min_offset)
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, queue_offset: int) -> int:
+        """Store timestamp of the message at ``queue_offset`` (``getMessageStoreTimeStamp``); -1 when
+        the queue or the message is gone."""
+        cq = self.queues.find(topic, queue_id)
+        return self._store_time_of(cq, queue_offset) if cq is not None else -1
+
+    # -- consume-queue units ---------------------------------------------------------------------
+
+    def get_queue_unit(self, topic: str, queue_id: int, queue_offset: int) -> CqUnit | None:
+        """The consume-queue unit at ``queue_offset``, or ``None`` (no such queue or unit)."""
+        cq = self.queues.find(topic, queue_id)
+        unit = cq.get(queue_offset) if cq is not None else None
+        return CqUnit(queue_offset, *unit) if unit is not None else None
+
+    def iter_queue_units(self, topic: str, queue_id: int, from_offset: int) -> Iterator[CqUnit]:
+        """The units from ``from_offset`` (or the queue's min offset, if later) to its end, skipping
+        placeholders (``ConsumeQueue.iterateFrom``)."""
+        cq = self.queues.find(topic, queue_id)
+        if cq is None:
+            return
+        for queue_offset, phy_offset, size, tags in cq.units(from_offset):
+            if size != _PLACEHOLDER_SIZE:
+                yield CqUnit(queue_offset, phy_offset, size, tags)
+
+    def is_in_memory(self, topic: str, queue_id: int, queue_offset: int) -> bool:
+        """Whether the message at ``queue_offset`` is likely still in the page cache: within
+        ``accessMessageInMemoryMaxRatio`` of memory behind the commit log's end
+        (``checkInMemByConsumeOffset``)."""
+        unit = self.get_queue_unit(topic, queue_id, queue_offset)
+        return unit is not None and self.commit_log.max_offset - unit.phy_offset < self._memory

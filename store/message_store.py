@@ -9,6 +9,10 @@ Threading contract (the store has no threads of its own):
 * One writer. :meth:`put_message`, :meth:`put_messages`, :meth:`flush`, :meth:`tick`,
   :meth:`clean` and :meth:`close` must be called from one thread at a time (the broker's Trio
   thread). Reads may be called from that thread too; they see every put that returned.
+* A put dispatches each record (consume-queue unit and index entries) through the same
+  :class:`store.dispatch.CommitLogDispatcher` that recovery uses, then tells the owner's
+  ``on_arrival`` listener what it dispatched (topic, queue, queue offset, tags code, store time,
+  properties), so the owner never reads that back out of a consume queue.
 * Group commit for ``SYNC_FLUSH``: a put copies the record into the mapped file and returns at
   once with :attr:`AppendMessageResult.end_offset`. The record must not be acknowledged until
   ``flush_up_to(end_offset)`` has returned. ``flush_up_to`` is the one method that may run in
@@ -23,14 +27,14 @@ Threading contract (the store has no threads of its own):
   checkpoint every ``flushIntervalConsumeQueue`` ms, and runs cleanup every
   ``cleanResourceInterval`` ms.
 
-Open: takes the ``lock`` file, recovers (normally if there is no ``abort`` file, else abnormally,
-spec 5.6) and writes ``abort``; close flushes everything and removes ``abort``.
+Open: takes the ``lock`` file, recovers (normally if there is no ``abort`` file, else abnormally:
+``DefaultMessageStore.recover``, see :mod:`store.recovery`) and writes ``abort``; close flushes
+everything and removes ``abort``.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import struct
 import time
 from collections.abc import Callable, Sequence
@@ -45,11 +49,11 @@ from store.checkpoint import (
     create_abort_file,
     remove_abort_file,
 )
-from store.cleanup import CleanService
+from store.cleanup import CleanService, disk_usage_percent
 from store.commit_log import CommitLog
 from store.config import CQ_STORE_UNIT_SIZE, StoreConfig
 from store.consume_queue_store import ConsumeQueueStore
-from store.dispatch import DispatchRequest, dispatch_of, has_queue_entry
+from store.dispatch import ArrivalListener, CommitLogDispatcher, has_queue_entry
 from store.errors import MessageTooLargeError, StoreClosedError, StoreIOError
 from store.index_file import IndexService
 from store.mapped_file import PAGE_SIZE
@@ -59,7 +63,6 @@ from store.recovery import recover
 from store.results import AppendMessageResult, PutMessageResult, PutMessageStatus
 
 _LONG = struct.Struct(">q")
-TagsCodeHook = Callable[[MessageRecord, dict[str, str]], int | None]
 
 
 def system_clock_ms() -> int:
@@ -73,12 +76,12 @@ class MessageStore(MessageReader):
         self,
         config: StoreConfig,
         clock: Callable[[], int] = system_clock_ms,
-        tags_code_hook: TagsCodeHook | None = None,
+        on_arrival: ArrivalListener | None = None,
+        disk_usage: Callable[[str], float] = disk_usage_percent,
     ) -> None:
         config.validate()
         self.clock = clock
-        self.tags_code_hook = tags_code_hook  # broker override of the tags code (None: the default rule)
-        self.delay_levels_ms = config.delay_levels_ms()
+        self.on_arrival = on_arrival
         commit_log = CommitLog(config)
         queues = ConsumeQueueStore(
             config.consume_queue_dir, config.mapped_file_size_consume_queue, config.preallocate
@@ -87,17 +90,19 @@ class MessageStore(MessageReader):
             config.index_dir, config.max_hash_slot_num, config.max_index_num, clock, config.preallocate
         )
         super().__init__(config, commit_log, queues, index)
+        self.dispatcher = CommitLogDispatcher(
+            queues, index, config.delay_levels_ms(), config.message_index_enable
+        )
         self.config_files = ConfigFiles(config.config_dir)
         self.checkpoint: StoreCheckpoint | None = None
         self.queue_offsets: dict[tuple[str, int], int] = {}  # next queue offset (CommitLog.topicQueueTable)
-        self.writable = True  # False while the disk is above diskSpaceWarningLevelRatio
         self.last_exit_ok = True
-        self.cleaner = CleanService(self)
-        self.disk_usage: Callable[[str], float] = disk_usage_percent
+        self.cleaner = CleanService(config, commit_log, queues, index, disk_usage)
         self._lock: StoreLock | None = None
         self._open = False
         self._last_put = (0, 0)  # (end offset, store timestamp) of the newest put
-        self._last_dispatch_ts = 0
+        self.put_times = 0  # successful puts (StoreStatsService.putMessageTimesTotal)
+        self.put_message_count = 0  # records they stored
         self._next_cl_flush = 0
         self._last_thorough_flush = 0
         self._next_cq_flush = 0
@@ -117,7 +122,10 @@ class MessageStore(MessageReader):
             if self.config.message_index_enable:
                 self.index.load()
             self.index.on_file_full = self._on_index_file_full
-            recover(self, self.last_exit_ok)
+            recover(
+                self.config, self.commit_log, self.queues, self.checkpoint, self.dispatcher, self.last_exit_ok
+            )
+            self.queue_offsets = self.queues.max_offsets()
             create_abort_file(self.config.abort_path)
         except BaseException:
             self._release_files()
@@ -158,6 +166,16 @@ class MessageStore(MessageReader):
     def is_open(self) -> bool:
         return self._open
 
+    @property
+    def writable(self) -> bool:
+        """False while disk use is above ``diskSpaceWarningLevelRatio``: puts are refused."""
+        return self.cleaner.disk_ok
+
+    def disk_used_ratio(self) -> float:
+        """Used space of the commit log's file system, 0.0 to 1.0 (-1.0 when it cannot be read)."""
+        percent = self.cleaner.disk_usage(self.config.commit_log_dir)
+        return percent / 100 if percent >= 0 else -1.0
+
     # -- offsets ---------------------------------------------------------------------------------
 
     @property
@@ -178,17 +196,14 @@ class MessageStore(MessageReader):
 
     # -- writing ---------------------------------------------------------------------------------
 
-    def put_message(self, msg: MessageRecord, tags_code: int | None = None) -> PutMessageResult:
+    def put_message(self, msg: MessageRecord) -> PutMessageResult:
         """Append one record (``asyncPutMessage`` without the wait). Sets ``msg.queue_offset``,
         ``physical_offset`` and ``store_timestamp``. Never raises for a bad message or a full
-        disk: the status says so. ``tags_code`` overrides the consume-queue tags code."""
-        return self.put_messages([msg], tags_code)
+        disk: the status says so."""
+        return self.put_messages([msg])
 
     def put_messages(
-        self,
-        msgs: Sequence[MessageRecord],
-        tags_code: int | None = None,
-        properties: Sequence[dict[str, str]] | None = None,
+        self, msgs: Sequence[MessageRecord], properties: Sequence[dict[str, str]] | None = None
     ) -> PutMessageResult:
         """Append a batch for one topic-queue with consecutive queue offsets, in one file.
 
@@ -258,36 +273,17 @@ class MessageStore(MessageReader):
         end = self.commit_log.write(mf, data)
         self.queue_offsets[key] = next_offset
         self._last_put = (end, now)
+        self.put_times += 1
+        self.put_message_count += len(msgs)
+        dispatch = self.dispatcher.dispatch_record
+        on_arrival = self.on_arrival
         for chunk, msg, props in zip(chunks, msgs, props_list, strict=True):
-            req = dispatch_of(msg, msg.physical_offset, len(chunk), self.delay_levels_ms, props)
-            if tags_code is not None:
-                req.tags_code = tags_code
-            elif self.tags_code_hook is not None:
-                hooked = self.tags_code_hook(msg, props)
-                if hooked is not None:
-                    req.tags_code = hooked
-            self.dispatch(req)
+            req = dispatch(msg, msg.physical_offset, len(chunk), props)
+            if on_arrival is not None and req.has_queue_entry:
+                on_arrival(req, props)
         return PutMessageResult(
             PutMessageStatus.PUT_OK, AppendMessageResult(phys, len(data), queue_offset, now, len(msgs))
         )
-
-    def dispatch(self, req: DispatchRequest) -> None:
-        """Build the consume-queue unit and index entries of one record (the reput dispatchers)."""
-        if req.has_queue_entry:
-            cq = self.queues.find_or_create(req.topic, req.queue_id)
-            cq.put(req.queue_offset, req.commit_log_offset, req.msg_size, req.tags_code)
-        if self.config.message_index_enable and req.is_indexed:
-            keys = req.index_keys()
-            if keys:
-                self.index.build(req.topic, keys, req.commit_log_offset, req.store_timestamp)
-        self._last_dispatch_ts = req.store_timestamp
-
-    def put_message_and_flush(self, msg: MessageRecord, tags_code: int | None = None) -> PutMessageResult:
-        """Put, and under SYNC_FLUSH fsync before returning (for tests and simple callers)."""
-        result = self.put_message(msg, tags_code)
-        if result.ok and self.config.sync_flush and result.append_result is not None:
-            self.flush_up_to(result.append_result.end_offset)
-        return result
 
     # -- flushing --------------------------------------------------------------------------------
 
@@ -312,7 +308,7 @@ class MessageStore(MessageReader):
     def _flush_all(self) -> int:
         _end, ts = self._last_put
         flushed = self.commit_log.flush()
-        dispatched_ts = self._last_dispatch_ts
+        dispatched_ts = self.dispatcher.last_timestamp
         self.queues.flush()
         self.index.flush()
         if self.checkpoint is not None:
@@ -350,16 +346,14 @@ class MessageStore(MessageReader):
         number of commit-log files deleted."""
         return self.cleaner.run(self.clock() if now is None else now, manual)
 
+    def statistics(self) -> dict[str, int]:
+        return {
+            "puts": self.put_times,
+            "messages": self.put_message_count,
+            "max_phy_offset": self.max_phy_offset,
+        }
+
     def _on_index_file_full(self, end_timestamp: int) -> None:
         if self.checkpoint is not None:
             self.checkpoint.index_msg_timestamp = end_timestamp
             self.checkpoint.flush()
-
-
-def disk_usage_percent(path: str) -> float:
-    """Used space of the file system holding ``path`` in percent (``getDiskPartitionSpaceUsedPercent``)."""
-    try:
-        usage = shutil.disk_usage(path)
-    except OSError:
-        return -1.0
-    return 100.0 * (usage.total - usage.free) / usage.total if usage.total else -1.0

@@ -1,7 +1,7 @@
 """The broker's metadata JSON files in ``<storePathRootDir>/config/`` (``ConfigManager``).
 
 ========================  ==================================================================
-file                      content (spec 5.8)
+file                      content (written by TopicConfigManager, ConsumerOffsetManager, …)
 ========================  ==================================================================
 topics.json               ``{"dataVersion":{…},"topicConfigTable":{topic:{…TopicConfig…}}}``
 consumerOffset.json       ``{"offsetTable":{"topic@group":{queueId:offset}}, …}``

@@ -25,34 +25,37 @@ from __future__ import annotations
 
 import mmap
 import struct
-from typing import TYPE_CHECKING
 
 from codec.message import MESSAGE_MAGIC_CODE_V1, MESSAGE_MAGIC_CODE_V2, SYS_FLAG_POS, MessageRecord
 from codec.properties import decode_properties
-from store.commit_log import store_timestamp_pos
-from store.dispatch import dispatch_of
-
-if TYPE_CHECKING:
-    from store.message_store import MessageStore
+from store.checkpoint import StoreCheckpoint
+from store.commit_log import CommitLog, store_timestamp_pos
+from store.config import StoreConfig
+from store.consume_queue_store import ConsumeQueueStore
+from store.dispatch import CommitLogDispatcher
 
 _INT = struct.Struct(">i")
 _UINT = struct.Struct(">I")
 _LONG = struct.Struct(">q")
 
 
-def recover(store: MessageStore, clean: bool) -> None:
-    """Bring the commit log, consume queues and index into agreement (module docstring)."""
-    queues = store.queues
-    commit_log = store.commit_log
-    checkpoint = store.checkpoint
-    assert checkpoint is not None
+def recover(
+    config: StoreConfig,
+    commit_log: CommitLog,
+    queues: ConsumeQueueStore,
+    checkpoint: StoreCheckpoint,
+    dispatcher: CommitLogDispatcher,
+    clean: bool,
+) -> int:
+    """Bring the commit log, consume queues and index into agreement (module docstring); returns
+    the recovered end of the commit log. Records are re-dispatched through ``dispatcher``, the
+    same step a put uses."""
     queues.recover()
     max_phy_cq = queues.max_physic_offset()
     files = commit_log.queue.files
     if not files:
         queues.destroy()
-        store.queue_offsets = {}
-        return
+        return 0
     if clean:
         start = 0
         for i in range(len(files) - 1, -1, -1):
@@ -61,7 +64,7 @@ def recover(store: MessageStore, clean: bool) -> None:
                 break
     else:
         bound = checkpoint.min_timestamp()
-        if store.config.message_index_enable and store.config.message_index_safe:
+        if config.message_index_enable and config.message_index_safe:
             bound = checkpoint.min_timestamp_index()
         start = 0
         for i in range(len(files) - 1, -1, -1):
@@ -69,37 +72,24 @@ def recover(store: MessageStore, clean: bool) -> None:
             if 0 < ts <= bound:
                 start = i
                 break
-    index_from = store.index.end_phy_offset if store.index.files else 0
-    if store.config.message_index_enable and store.index.files:
+    index = dispatcher.index
+    if config.message_index_enable and index.files:
+        index_from = index.end_phy_offset
         for i in range(start - 1, -1, -1):
             if files[i].file_end_offset > index_from:
                 start = i
             else:
                 break
-    delay_levels = store.delay_levels_ms
-    index_enabled = store.config.message_index_enable
 
     def visit(offset: int, size: int, record: MessageRecord) -> None:
-        props = decode_properties(record.properties)
-        req = dispatch_of(record, offset, size, delay_levels, props)
-        if store.tags_code_hook is not None:
-            hooked = store.tags_code_hook(record, props)
-            if hooked is not None:
-                req.tags_code = hooked
-        if req.has_queue_entry:
-            queues.find_or_create(req.topic, req.queue_id).put(req.queue_offset, offset, size, req.tags_code)
-        if index_enabled and req.is_indexed and offset >= index_from:
-            keys = req.index_keys()
-            if keys:
-                store.index.build(req.topic, keys, offset, req.store_timestamp)
-        store._last_dispatch_ts = req.store_timestamp
+        dispatcher.dispatch_record(record, offset, size, decode_properties(record.properties))
 
-    end = commit_log.scan(start, visit, check_crc=store.config.check_crc_on_recover)
+    end = commit_log.scan(start, visit, check_crc=config.check_crc_on_recover)
     commit_log.truncate(end)
     queues.truncate_dirty(end)
     queues.correct_min_offsets(commit_log.min_offset)
-    store.queue_offsets = {key: cq.max_offset for key, cq in queues.queues.items()}
     checkpoint.confirm_phy_offset = end
+    return end
 
 
 def _first_store_timestamp(mm: mmap.mmap) -> int:

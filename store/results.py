@@ -6,6 +6,7 @@ member names are Java's constant names, so a grep finds both sides.
 from __future__ import annotations
 
 import enum
+from typing import NamedTuple
 
 
 class PutMessageStatus(enum.Enum):
@@ -46,6 +47,15 @@ class GetMessageStatus(enum.Enum):
     NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"
     NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
     OFFSET_RESET = "OFFSET_RESET"
+
+
+class CqUnit(NamedTuple):
+    """One consume-queue unit as the store's readers see it (``org.apache.rocketmq.store.CqUnit``)."""
+
+    queue_offset: int
+    phy_offset: int  # commit-log offset of the record
+    size: int  # TOTALSIZE of the record
+    tags_code: int  # hash of TAGS; the delivery time in SCHEDULE_TOPIC_XXXX
 
 
 class AppendMessageResult:
