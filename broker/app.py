@@ -1,7 +1,9 @@
 """The broker's Trio wiring: store, server, processors, NameServer registration, housekeeping.
 
 ``BrokerApp(config, server_config)`` is what ``rmq-gateway broker`` and ``standalone`` run, and
-what tests start in-process with ``await nursery.start(app.run)`` (port 0 allowed).
+what tests start in-process with ``await nursery.start(app.run)`` (port 0 allowed). It binds its
+port first, so that the port it advertises (registration, the store host of every record) is the
+one bound, then assembles a :class:`Broker` with that configuration and serves it.
 
 Start: open the store (recovering it if the last run crashed), load ``config/topics.json``,
 ``subscriptionGroup.json``, ``consumerOffset.json`` and ``delayOffset.json``, listen, register.
@@ -12,22 +14,25 @@ accepting, let in-flight requests finish, persist everything, close the store.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
 
 from broker.config import BrokerConfig
-from broker.controller import BrokerController
+from broker.controller import BrokerController, store_config_of
+from broker.long_polling import PullHoldService
+from broker.message_service import MessageService
 from broker.processors.admin import AdminBrokerProcessor
 from broker.processors.client_manage import ClientManageProcessor
 from broker.processors.consumer_manage import ConsumerManageProcessor
 from broker.processors.pull import PullMessageProcessor
 from broker.processors.query import QueryMessageProcessor
 from broker.processors.send import SendMessageProcessor
+from broker.processors.send_back import SendMessageBackProcessor
 from broker.registration import NamesrvRegistrar
-from broker.schedule import DELAY_OFFSET_JSON, PERSIST_INTERVAL_S
+from broker.schedule import DELAY_OFFSET_JSON, FIRST_DELAY_S, PERSIST_INTERVAL_S, POLL_INTERVAL_S
 from codec.bodies.register import TopicConfig
 from codec.errors import RocketMQError
 from gateway.config import ServerConfig
@@ -35,6 +40,7 @@ from gateway.connection import Connection
 from gateway.dispatch import Dispatcher
 from gateway.server import RemotingServer
 from store.errors import StoreError
+from store.message_store import MessageStore
 
 logger = logging.getLogger(__name__)
 
@@ -44,33 +50,53 @@ GROUPS_JSON = "subscriptionGroup.json"
 OFFSETS_JSON = "consumerOffset.json"
 
 
-class BrokerApp:
-    name = "broker"
+def build_dispatcher(controller: BrokerController) -> Dispatcher:
+    """Every request code the broker answers, with its processor (``registerProcessor``)."""
+    dispatcher = Dispatcher("broker")
+    ClientManageProcessor(controller).register(dispatcher)
+    ConsumerManageProcessor(controller).register(dispatcher)
+    SendMessageProcessor(controller).register(dispatcher)
+    SendMessageBackProcessor(controller).register(dispatcher)
+    PullMessageProcessor(controller).register(dispatcher)
+    AdminBrokerProcessor(controller).register(dispatcher)
+    QueryMessageProcessor(controller).register(dispatcher)
+    return dispatcher
 
-    def __init__(self, config: BrokerConfig, server_config: ServerConfig | None = None) -> None:
+
+class Broker:
+    """One broker assembled from its configuration (whose ``listen_port`` is the advertised port)
+    and the listeners it serves on."""
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        server_config: ServerConfig,
+        listeners: list[trio.SocketListener],
+        stop: trio.Event,
+    ) -> None:
         self.config = config
-        self.server_config = server_config or ServerConfig(port=config.listen_port)
-        self.controller = BrokerController(config)
-        self.dispatcher = Dispatcher("broker")
-        ClientManageProcessor(self.controller).register(self.dispatcher)
-        ConsumerManageProcessor(self.controller).register(self.dispatcher)
-        SendMessageProcessor(self.controller).register(self.dispatcher)
-        self.pull_processor = PullMessageProcessor(self.controller)
-        self.pull_processor.register(self.dispatcher)
-        AdminBrokerProcessor(self.controller).register(self.dispatcher)
-        QueryMessageProcessor(self.controller).register(self.dispatcher)
-        self.server = RemotingServer(self.dispatcher, self.server_config, name="broker")
+        self.hold = PullHoldService()
+        self.store = MessageStore(store_config_of(config), on_arrival=self.hold.notify_message_arriving)
+        self.messages = MessageService(self.store)
+        self.controller = BrokerController(
+            config,
+            self.store,
+            self.hold,
+            self.messages.put,
+            on_topics_changed=self._topics_changed,
+            on_groups_changed=self._groups_changed,
+        )
+        self.registrar = NamesrvRegistrar(config, self.controller.topics)
+        self.dispatcher = build_dispatcher(self.controller)
+        self.server = RemotingServer(self.dispatcher, server_config, name="broker", listeners=listeners)
         self.server.on_disconnect.append(self._connection_closed)
-        self.registrar = NamesrvRegistrar(self.controller)
-        self.controller.on_topics_changed = self._topics_changed
-        self.controller.on_groups_changed = self._groups_changed
-        self._stop = trio.Event()
+        self._stop = stop
 
     # -- persistence -----------------------------------------------------------------------------
 
     def _load_config_files(self) -> None:
         c = self.controller
-        files = c.store.config_files
+        files = self.store.config_files
         for name, load in (
             (TOPICS_JSON, c.topics.load_obj),
             (GROUPS_JSON, c.groups.load_obj),
@@ -87,7 +113,7 @@ class BrokerApp:
 
     def _persist(self, name: str, obj: Any) -> None:
         try:
-            self.controller.store.config_files.persist(name, obj)
+            self.store.config_files.persist(name, obj)
         except StoreError as err:
             logger.error("could not persist %s: %s", name, err)
 
@@ -107,42 +133,24 @@ class BrokerApp:
             c.schedule.dirty = False
             self._persist(DELAY_OFFSET_JSON, c.schedule.to_obj())
 
-    async def _persist_loop(self) -> None:
-        interval = min(self.config.flush_consumer_offset_interval / 1000, PERSIST_INTERVAL_S)
-        while True:
-            await trio.sleep(interval)
-            self.persist_offsets()
-
-    def _connection_closed(self, conn: Connection) -> None:
-        for group in self.controller.clients.remove_connection(conn.info.id):
-            self.controller.notify_consumer_ids_changed(group)
+    # -- running ---------------------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[RemotingServer] = trio.TASK_STATUS_IGNORED) -> None:
-        store = self.controller.store
-        store.open()
+        self.store.open()
         try:
             self._load_config_files()
             await self._serve(task_status)
         finally:
             self.persist_offsets(force=True)
-            store.close()
+            self.store.close()
             logger.info("broker %s stopped; store closed", self.config.broker_name)
 
     async def _serve(self, task_status: trio.TaskStatus[RemotingServer]) -> None:
         async with trio.open_nursery() as nursery:
-
-            def spawn(fn: Callable[[], Awaitable[None]]) -> None:
-                nursery.start_soon(fn)
-
-            self.controller.spawn = spawn
-            messages = self.controller.messages
-            await nursery.start(messages.run_group_commit)
-            await nursery.start(messages.run_ticker)
+            await nursery.start(self.messages.run_group_commit)
+            await nursery.start(self.messages.run_ticker)
             await nursery.start(self.server.run)
-            if self.server_config.port == 0:
-                # Bound to an ephemeral port (tests): advertise the port actually bound.
-                self.config.listen_port = self.server.port
-            await nursery.start(self.controller.schedule.run)
+            nursery.start_soon(self._deliver_delayed)
             nursery.start_soon(self._persist_loop)
             await nursery.start(self.registrar.run)
             nursery.start_soon(self._housekeeping)
@@ -155,9 +163,27 @@ class BrokerApp:
                 await self.registrar.unregister_all()
             self.controller.stopping = True
             self.server.shutdown()
-            self.controller.hold.wake_all()
+            self.hold.wake_all()
             await self.server.wait_closed()
             nursery.cancel_scope.cancel()
+
+    async def _deliver_delayed(self) -> None:
+        """The delay-level timer (``ScheduleMessageService``'s per-level tasks)."""
+        schedule = self.controller.schedule
+        await trio.sleep(FIRST_DELAY_S)
+        while True:
+            await schedule.deliver_all_due(self.controller.now_ms())
+            await trio.sleep(POLL_INTERVAL_S)
+
+    async def _persist_loop(self) -> None:
+        interval = min(self.config.flush_consumer_offset_interval / 1000, PERSIST_INTERVAL_S)
+        while True:
+            await trio.sleep(interval)
+            self.persist_offsets()
+
+    def _connection_closed(self, conn: Connection) -> None:
+        for group in self.controller.clients.remove_connection(conn.info.id):
+            self.controller.notify_consumer_ids_changed(group)
 
     async def _housekeeping(self) -> None:
         while True:
@@ -169,16 +195,72 @@ class BrokerApp:
             for group in groups:
                 self.controller.notify_consumer_ids_changed(group)
 
-    def shutdown(self) -> None:
-        self._stop.set()
-
     def statistics(self) -> dict[str, Any]:
         return {
             "server": self.server.statistics(),
             "clients": self.controller.clients.statistics(),
             "topics": self.controller.topics.statistics(),
             "registrations": self.registrar.registrations,
-            "store": self.controller.messages.statistics(),
-            "held_pulls": self.controller.hold.held_count,
+            "store": self.messages.statistics(),
+            "held_pulls": self.hold.held_count,
             "delayed_delivered": self.controller.schedule.delivered,
         }
+
+
+class BrokerApp:
+    """Binds the broker's port, then assembles and serves a :class:`Broker` (module docstring)."""
+
+    name = "broker"
+
+    def __init__(self, config: BrokerConfig, server_config: ServerConfig | None = None) -> None:
+        self.config = config
+        self.server_config = server_config or ServerConfig(port=config.listen_port)
+        self._stop = trio.Event()
+        self._stopped = trio.Event()
+        self._broker: Broker | None = None
+
+    async def run(self, *, task_status: trio.TaskStatus[RemotingServer] = trio.TASK_STATUS_IGNORED) -> None:
+        listeners = await trio.open_tcp_listeners(self.server_config.port, host=self.server_config.host)
+        try:
+            bound_port = int(listeners[0].socket.getsockname()[1])
+            config = dataclasses.replace(self.config, listen_port=bound_port)
+            self._broker = Broker(config, self.server_config, listeners, self._stop)
+            await self._broker.run(task_status=task_status)
+        finally:
+            with trio.CancelScope(shield=True):
+                for listener in listeners:  # closed already if the server ran; closing again is a no-op
+                    await listener.aclose()
+            self._stopped.set()
+
+    def shutdown(self) -> None:
+        self._stop.set()
+
+    async def wait_stopped(self) -> None:
+        """Return once :meth:`run` has finished (store closed)."""
+        await self._stopped.wait()
+
+    @property
+    def broker(self) -> Broker:
+        """The running broker; raises ``RuntimeError`` before :meth:`run` has assembled it."""
+        if self._broker is None:
+            raise RuntimeError("the broker has not been started")
+        return self._broker
+
+    @property
+    def controller(self) -> BrokerController:
+        return self.broker.controller
+
+    @property
+    def server(self) -> RemotingServer:
+        return self.broker.server
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        return self.broker.dispatcher
+
+    @property
+    def registrar(self) -> NamesrvRegistrar:
+        return self.broker.registrar
+
+    def statistics(self) -> dict[str, Any]:
+        return self.broker.statistics()

@@ -1,26 +1,25 @@
 """``BrokerController``: the broker's state, shared by its processors (no Trio here).
 
 Mirrors ``org.apache.rocketmq.broker.BrokerController`` as a plain container: config, topic and
-subscription-group tables, consumer offsets, client registrations, the message store (opened by
-the app), held pulls, order locks, the delay-level service, and two hooks the app wires to Trio:
-``spawn`` (start a background coroutine, e.g. notifying consumers) and ``now_ms``.
+subscription-group tables, consumer offsets, client registrations, the message store, held pulls,
+order locks and the delay-level service. It is built by :mod:`broker.app`, which hands it the
+collaborators that need Trio as plain callables: ``put_messages`` (a put that waits for the
+flush under ``SYNC_FLUSH``) and the listeners for topic and group changes.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 from broker.client_manager import ClientManager
 from broker.config import BrokerConfig
 from broker.consumer_offset_manager import ConsumerOffsetManager
 from broker.long_polling import PullHoldService
-from broker.message_service import MessageService
 from broker.rebalance_lock import RebalanceLockManager
-from broker.schedule import ScheduleMessageService
+from broker.schedule import PutMessages, ScheduleMessageService
 from broker.subscription_group_manager import SubscriptionGroupManager
 from broker.topic_config_manager import TopicConfigManager
 from codec.bodies.register import TopicConfig
@@ -30,16 +29,14 @@ from codec.errors import CodecError
 from codec.headers.client import NotifyConsumerIdsChangedRequestHeader
 from codec.message import MessageRecord, decode_record
 from codec.message_id import UniqIdGenerator
-from gateway.client import split_address
+from gateway.address import split_address
 from store.config import StoreConfig
 from store.message_store import MessageStore
 
 logger = logging.getLogger(__name__)
 
-Spawn = Callable[[Callable[[], Awaitable[None]]], None]
 
-
-def _wall_clock_ms() -> int:
+def wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
@@ -63,44 +60,33 @@ def store_config_of(config: BrokerConfig) -> StoreConfig:
     return store_config
 
 
-def _physical_memory() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        return 8 * 1024**3
-
-
 class BrokerController:
     def __init__(
         self,
         config: BrokerConfig,
+        store: MessageStore,
+        hold: PullHoldService,
+        put_messages: PutMessages,
         *,
-        now_ms: Callable[[], int] = _wall_clock_ms,
-        store_config: StoreConfig | None = None,
+        on_topics_changed: Callable[[list[TopicConfig]], None] | None = None,
+        on_groups_changed: Callable[[], None] | None = None,
+        now_ms: Callable[[], int] = wall_clock_ms,
     ) -> None:
+        """``store`` must report its arrivals to ``hold`` (``MessageStore(on_arrival=...)``);
+        ``on_topics_changed`` gets the topics created or updated (an empty list after a deletion)."""
         self.config = config
         self.now_ms = now_ms
-        self.store = MessageStore(store_config or store_config_of(config))
-        self.messages = MessageService(self.store)
-        self.hold = PullHoldService()
-        self.messages.listeners.append(self.hold.notify_message_arriving)
+        self.store = store
+        self.hold = hold
+        self.put_messages = put_messages
         self.locks = RebalanceLockManager()
         self.stopping = False  # set at shutdown: pulls are no longer held
-        self.schedule = ScheduleMessageService(self, config.delay_levels_ms())
+        self.schedule = ScheduleMessageService(store, put_messages, config.delay_levels_ms())
         self.uniq_ids = UniqIdGenerator(host_bytes(config.broker_ip1))
-        self._in_memory_bytes = (
-            _physical_memory() * self.store.config.access_message_in_memory_max_ratio // 100
-        )
-        self.topics = TopicConfigManager(config, on_change=self._topics_changed)
-        self.groups = SubscriptionGroupManager(config, on_change=self._groups_changed)
+        self.topics = TopicConfigManager(config, on_change=on_topics_changed)
+        self.groups = SubscriptionGroupManager(config, on_change=on_groups_changed)
         self.offsets = ConsumerOffsetManager()
         self.clients = ClientManager(config.channel_expired_timeout)
-        #: Set by the app: start a coroutine in the background.
-        self.spawn: Spawn | None = None
-        #: Set by the app: called with topics that changed (persist + incremental registration).
-        self.on_topics_changed: Callable[[list[TopicConfig]], None] | None = None
-        #: Set by the app: called when subscription groups changed (persist).
-        self.on_groups_changed: Callable[[], None] | None = None
 
     @property
     def store_host(self) -> bytes:
@@ -136,19 +122,7 @@ class BrokerController:
 
     def first_message_in_memory(self, topic: str, queue_id: int) -> bool:
         """``checkInMemByConsumeOffset(topic, queue, 0)``: is message 0 of the queue still in page cache."""
-        cq = self.store.queues.find(topic, queue_id)
-        unit = cq.get(0) if cq is not None else None
-        if unit is None:
-            return False
-        return self.store.max_phy_offset - unit[0] < self._in_memory_bytes
-
-    def _topics_changed(self, topics: list[TopicConfig]) -> None:
-        if self.on_topics_changed is not None:
-            self.on_topics_changed(topics)
-
-    def _groups_changed(self) -> None:
-        if self.on_groups_changed is not None:
-            self.on_groups_changed()
+        return self.store.is_in_memory(topic, queue_id, 0)
 
     def notify_consumer_ids_changed(self, group: str) -> None:
         """Tell every member of ``group`` to rebalance (oneway), unless the group opts out."""
@@ -159,17 +133,11 @@ class BrokerController:
         if group_config is not None and not group_config.notify_consumer_ids_changed_enable:
             return
         peers = [c.connection.peer for c in info.channels.values() if c.connection.peer is not None]
-        if not peers or self.spawn is None:
-            return
         header = NotifyConsumerIdsChangedRequestHeader(group)
-
-        async def notify() -> None:
-            for peer in peers:
-                try:
-                    await peer.invoke_oneway(
-                        RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, header)
-                    )
-                except Exception as err:  # a peer closing meanwhile is not our problem
-                    logger.debug("notify %s of group %s failed: %s", peer, group, err)
-
-        self.spawn(notify)
+        for peer in peers:
+            # Like Java's invokeOneway with a 10 ms budget: a busy channel misses the notice and the
+            # client rebalances on its own 20 s timer instead.
+            if not peer.try_invoke_oneway(
+                RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, header)
+            ):
+                logger.debug("notify %s of group %s dropped: channel busy or closed", peer, group)

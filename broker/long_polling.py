@@ -1,30 +1,40 @@
-"""Held pulls (``PullRequestHoldService``), spec 6.5.
+"""Held pulls (``PullRequestHoldService``).
 
 A pull that found nothing and carries the SUSPEND flag parks here under its topic and queue
 until a matching message arrives or its suspend time runs out; the pull processor then runs the
-pull once more and answers. Java sweeps parked requests every 5 s; here each parked request waits
-on its own event with its own deadline, so it is answered as soon as either happens.
+pull once more and answers. Java sweeps parked requests every 5 s; here each parked request is
+woken through its own ``wake`` callback as soon as a matching message is dispatched, and the pull
+processor (the one that waits) bounds the wait by the suspend time.
+
+This module keeps only the bookkeeping and never waits itself: the store's arrival listener
+(:meth:`PullHoldService.notify_message_arriving`) is called synchronously on every put.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
-import trio
+from store.dispatch import DispatchRequest
 
 
 class HeldPull:
-    __slots__ = ("event", "offset", "tags_codes")
+    __slots__ = ("offset", "tags_codes", "wake", "woken")
 
-    def __init__(self, offset: int, tags_codes: Collection[int] | None) -> None:
+    def __init__(self, offset: int, tags_codes: Collection[int] | None, wake: Callable[[], None]) -> None:
         self.offset = offset
         self.tags_codes = tags_codes  # None: every message matches
-        self.event = trio.Event()
+        self.wake = wake
+        self.woken = False
 
     def matches(self, max_offset: int, tags_code: int) -> bool:
         if max_offset <= self.offset:
             return False
         return self.tags_codes is None or tags_code in self.tags_codes
+
+    def wake_once(self) -> None:
+        if not self.woken:
+            self.woken = True
+            self.wake()
 
 
 class PullHoldService:
@@ -32,8 +42,16 @@ class PullHoldService:
         self._held: dict[tuple[str, int], set[HeldPull]] = {}
         self.woken = 0
 
-    def hold(self, topic: str, queue_id: int, offset: int, tags_codes: Collection[int] | None) -> HeldPull:
-        held = HeldPull(offset, tags_codes)
+    def hold(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        tags_codes: Collection[int] | None,
+        wake: Callable[[], None],
+    ) -> HeldPull:
+        """Park a pull of ``topic``/``queue_id`` waiting past ``offset``; ``wake`` is called once."""
+        held = HeldPull(offset, tags_codes, wake)
         self._held.setdefault((topic, queue_id), set()).add(held)
         return held
 
@@ -45,20 +63,22 @@ class PullHoldService:
             if not parked:
                 del self._held[key]
 
-    def notify_message_arriving(self, topic: str, queue_id: int, max_offset: int, tags_code: int) -> None:
-        parked = self._held.get((topic, queue_id))
+    def notify_message_arriving(self, req: DispatchRequest, _properties: dict[str, str]) -> None:
+        """The store's arrival listener (``NotifyMessageArrivingListener``)."""
+        parked = self._held.get((req.topic, req.queue_id))
         if not parked:
             return
+        max_offset = req.queue_offset + 1
         for held in parked:
-            if not held.event.is_set() and held.matches(max_offset, tags_code):
-                held.event.set()
+            if not held.woken and held.matches(max_offset, req.tags_code):
+                held.wake_once()
                 self.woken += 1
 
     def wake_all(self) -> None:
         """Answer every parked pull now (shutdown: clients get PULL_NOT_FOUND and pull elsewhere)."""
         for parked in self._held.values():
             for held in parked:
-                held.event.set()
+                held.wake_once()
 
     @property
     def held_count(self) -> int:

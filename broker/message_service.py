@@ -8,8 +8,6 @@ own threads:
   Puts that arrive while an fsync runs wait for the next one, so many concurrent producers share
   one ``msync`` (run in a worker thread, the only store call made off the Trio thread, which the
   store allows). A put not flushed within ``syncFlushTimeout`` answers ``FLUSH_DISK_TIMEOUT``.
-* arrival notices for long polling (``NotifyMessageArrivingListener``): every dispatched consume
-  queue entry is reported to the listeners with its topic, queue, new max offset and tags code.
 * ``tick`` every 100 ms: the asynchronous commit-log flush, consume-queue/index/checkpoint flush
   and cleanup (``FlushRealTimeService``, ``FlushConsumeQueueService``, ``CleanCommitLogService``).
 """
@@ -17,7 +15,7 @@ own threads:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import trio
 
@@ -29,7 +27,6 @@ from store.results import PutMessageResult, PutMessageStatus
 logger = logging.getLogger(__name__)
 
 TICK_INTERVAL_S = 0.1
-ArrivalListener = Callable[[str, int, int, int], None]  # topic, queue id, max offset, tags code
 
 
 class MessageService:
@@ -37,50 +34,28 @@ class MessageService:
         self.store = store
         self.sync_flush = store.config.sync_flush
         self.sync_flush_timeout_s = store.config.sync_flush_timeout / 1000
-        self.listeners: list[ArrivalListener] = []
         self._pending: list[tuple[int, trio.Event]] = []
         self._wakeup = trio.Event()
         self._flushed = 0
         self._last_flush_error: str | None = None
-        self.puts = 0
-        self.put_messages_count = 0
         self.fsyncs = 0
 
     # -- puts ------------------------------------------------------------------------------------
 
     async def put(
-        self,
-        msgs: Sequence[MessageRecord],
-        tags_code: int | None = None,
-        properties: Sequence[dict[str, str]] | None = None,
+        self, msgs: Sequence[MessageRecord], properties: Sequence[dict[str, str]] | None = None
     ) -> PutMessageResult:
         """Append records of one topic-queue; under SYNC_FLUSH wait for their fsync.
         ``properties``: each record's properties already decoded (see ``MessageStore.put_messages``)."""
-        result = self.store.put_messages(msgs, tags_code, properties)
+        result = self.store.put_messages(msgs, properties)
         if not result.ok or result.append_result is None:
             return result
-        self.puts += 1
-        self.put_messages_count += len(msgs)
-        self._notify(msgs)
         if self.sync_flush:
             end = result.append_result.end_offset
             if not await self._wait_flushed(end):
                 result.status = PutMessageStatus.FLUSH_DISK_TIMEOUT
                 result.remark = self._last_flush_error or "flush disk timeout"
         return result
-
-    def _notify(self, msgs: Sequence[MessageRecord]) -> None:
-        if not self.listeners:
-            return
-        store = self.store
-        for msg in msgs:
-            cq = store.queues.find(msg.topic, msg.queue_id)
-            if cq is None:
-                continue
-            unit = cq.get(msg.queue_offset)
-            tags = unit[2] if unit is not None else 0
-            for listener in self.listeners:
-                listener(msg.topic, msg.queue_id, cq.max_offset, tags)
 
     async def _wait_flushed(self, end: int) -> bool:
         if end <= self._flushed:
@@ -132,9 +107,4 @@ class MessageService:
                 logger.error("store periodic flush failed: %s", err)
 
     def statistics(self) -> dict[str, int]:
-        return {
-            "puts": self.puts,
-            "messages": self.put_messages_count,
-            "fsyncs": self.fsyncs,
-            "max_phy_offset": self.store.max_phy_offset,
-        }
+        return {**self.store.statistics(), "fsyncs": self.fsyncs}

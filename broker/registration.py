@@ -14,7 +14,8 @@ import math
 
 import trio
 
-from broker.controller import BrokerController
+from broker.config import BrokerConfig
+from broker.topic_config_manager import TopicConfigManager
 from codec.bodies.register import (
     PERM_READ,
     PERM_WRITE,
@@ -36,8 +37,9 @@ RECONNECT_DELAY_S = 3.0
 
 
 class NamesrvRegistrar:
-    def __init__(self, broker: BrokerController) -> None:
-        self.broker = broker
+    def __init__(self, config: BrokerConfig, topics: TopicConfigManager) -> None:
+        self.config = config
+        self.topics = topics
         self._connections: dict[str, Connection] = {}
         self._wake = trio.Event()
         self._pending: dict[str, TopicConfig] = {}
@@ -46,12 +48,12 @@ class NamesrvRegistrar:
 
     @property
     def period_s(self) -> float:
-        return min(max(self.broker.config.register_name_server_period, 10_000), 60_000) / 1000
+        return min(max(self.config.register_name_server_period, 10_000), 60_000) / 1000
 
     def build_request(self, topics: list[TopicConfig] | None = None) -> RemotingCommand:
         """A REGISTER_BROKER request with every topic, or only ``topics`` (incremental)."""
-        config = self.broker.config
-        table = self.broker.topics.table if topics is None else {t.topic_name: t for t in topics}
+        config = self.config
+        table = self.topics.table if topics is None else {t.topic_name: t for t in topics}
         if config.broker_permission & (PERM_READ | PERM_WRITE) != PERM_READ | PERM_WRITE:
             # A broker that is not fully readable and writable advertises its own permission.
             table = {
@@ -59,7 +61,7 @@ class NamesrvRegistrar:
                 for name, t in table.items()
             }
         wrapper = TopicConfigSerializeWrapper(
-            topic_config_table=dict(table), data_version=self.broker.topics.data_version
+            topic_config_table=dict(table), data_version=self.topics.data_version
         )
         body = RegisterBrokerBody(topic_config_serialize_wrapper=wrapper).encode()
         header = RegisterBrokerRequestHeader(
@@ -86,7 +88,7 @@ class NamesrvRegistrar:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Keep one connection per NameServer and register over it until cancelled."""
         async with trio.open_nursery() as nursery:
-            for address in self.broker.config.namesrv_addrs:
+            for address in self.config.namesrv_addrs:
                 nursery.start_soon(self._serve_namesrv, address)
             task_status.started()
             while True:
@@ -121,7 +123,7 @@ class NamesrvRegistrar:
         conn = self._connections.get(address)
         if conn is None:
             return False
-        timeout = self.broker.config.register_broker_timeout_mills / 1000
+        timeout = self.config.register_broker_timeout_mills / 1000
         try:
             response = await conn.invoke(self.build_request(topics), timeout_s=timeout)
         except Exception as err:
@@ -141,7 +143,7 @@ class NamesrvRegistrar:
 
     async def unregister_all(self) -> None:
         """UNREGISTER_BROKER to every connected NameServer (shutdown); failures are logged."""
-        config = self.broker.config
+        config = self.config
         header = UnregisterBrokerRequestHeader(
             config.broker_name, config.broker_addr, config.broker_cluster_name, config.broker_id
         )

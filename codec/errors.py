@@ -12,9 +12,22 @@ _SYSTEM_ERROR = 1  # ResponseCode.SYSTEM_ERROR
 
 
 class RocketMQError(Exception):
-    """Root of every error raised by this project."""
+    """Root of every error raised by this project.
+
+    ``response_code`` is the class's code unless an instance is given its own (a processor that
+    rejects a request with one of several codes); ``ext_fields`` are response header fields the
+    answer must carry even though it is an error (e.g. ``forbiddenType`` of a refused pull).
+    """
 
     response_code: int = _SYSTEM_ERROR
+
+    def __init__(
+        self, message: str = "", *, response_code: int | None = None, ext_fields: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(message)
+        if response_code is not None:
+            self.response_code = response_code
+        self.ext_fields = ext_fields
 
 
 class CodecError(RocketMQError):

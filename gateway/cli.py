@@ -20,28 +20,20 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import Any, Protocol
 
 import trio
 
+from broker.config import BrokerConfig
 from codec.errors import RocketMQError
 from gateway.config import ServerConfig
+from gateway.launcher import BrokerSpec, Gateway, NamesrvSpec
 from gateway.properties import read_properties
+from namesrv.config import NamesrvConfig
 
 logger = logging.getLogger("rmq-gateway")
 
 DEFAULT_NAMESRV_PORT = 9876
 DEFAULT_BROKER_PORT = 10911
-STOP_TIMEOUT_S = 15.0
-STANDALONE_NAMESRV = "<standalone>"
-
-
-class App(Protocol):
-    name: str
-
-    async def run(self, *, task_status: Any = ...) -> None: ...
-
-    def shutdown(self) -> None: ...
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -95,65 +87,50 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def build_apps(args: argparse.Namespace) -> list[App]:
-    """Construct the components a command asks for (imports are local: each is optional)."""
-    props = read_properties(args.config) if args.config else {}
-    apps: list[App] = []
-    if args.command in ("namesrv", "standalone"):
-        from namesrv.app import NamesrvApp
-        from namesrv.config import NamesrvConfig
+def build_gateway(args: argparse.Namespace) -> Gateway:
+    """The components a command asks for, configured from ``-c`` and the flags (flags win).
 
-        apps.append(
-            NamesrvApp(
-                NamesrvConfig.from_properties(props), ServerConfig(host=args.host, port=args.namesrv_port)
-            )
+    Raises ``OSError`` when the config file cannot be read and ``ValueError`` for a bad value.
+    """
+    props = read_properties(args.config) if args.config else {}
+    namesrv = broker = None
+    if args.command in ("namesrv", "standalone"):
+        namesrv = NamesrvSpec(
+            NamesrvConfig.from_properties(props), ServerConfig(host=args.host, port=args.namesrv_port)
         )
     if args.command in ("broker", "standalone"):
-        from broker.app import BrokerApp
-        from broker.config import BrokerConfig
-
-        if args.command == "standalone":
-            namesrv_addr = STANDALONE_NAMESRV  # filled in with the address the NameServer binds
-        else:
-            namesrv_addr = (
-                args.namesrv_addr or os.environ.get("NAMESRV_ADDR") or f"127.0.0.1:{DEFAULT_NAMESRV_PORT}"
-            )
         config = BrokerConfig.from_properties(props)
-        config.namesrv_addr = namesrv_addr
         config.listen_port = args.broker_port
         if args.store is not None or "storePathRootDir" not in props:
             config.store_path_root_dir = args.store or "./data"
-        apps.append(BrokerApp(config, ServerConfig(host=args.host, port=args.broker_port)))
-    return apps
+        if args.command == "broker":
+            config.namesrv_addr = (
+                args.namesrv_addr or os.environ.get("NAMESRV_ADDR") or f"127.0.0.1:{DEFAULT_NAMESRV_PORT}"
+            )
+        broker = BrokerSpec(
+            config,
+            ServerConfig(host=args.host, port=args.broker_port),
+            use_local_namesrv=args.command == "standalone",
+        )
+    return Gateway(namesrv, broker)
 
 
-async def run_apps(apps: Sequence[App]) -> None:
-    """Start every app in order, announce ``ready``, and stop them all on SIGINT/SIGTERM."""
+async def run_gateway(gateway: Gateway) -> None:
+    """Run ``gateway``, announce ``ready``, and stop it on SIGINT/SIGTERM."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
-            addresses = []
-            namesrv_addr = None
-            for app in apps:
-                config = getattr(app, "config", None)
-                if namesrv_addr and getattr(config, "namesrv_addr", None) == STANDALONE_NAMESRV:
-                    config.namesrv_addr = namesrv_addr  # type: ignore[union-attr]
-                server = await nursery.start(app.run)
-                addresses.append(f"{app.name}={','.join(server.addresses)}")
-                if app.name == "namesrv":
-                    namesrv_addr = _loopback_if_wildcard(server.addresses[0])
-            logger.info("ready: %s", " ".join(addresses))
+            endpoints = await nursery.start(gateway.run)
+            parts = [
+                f"{name}={addr}"
+                for name, addr in (("namesrv", endpoints.namesrv_addr), ("broker", endpoints.broker_addr))
+                if addr is not None
+            ]
+            logger.info("ready: %s", " ".join(parts))
             async for signum in signals:
                 logger.info("received %s, shutting down", signal.Signals(signum).name)
                 break
-            for app in reversed(apps):
-                app.shutdown()
-            nursery.cancel_scope.deadline = trio.current_time() + STOP_TIMEOUT_S
+            gateway.shutdown()
     logger.info("stopped")
-
-
-def _loopback_if_wildcard(address: str) -> str:
-    host, _, port = address.rpartition(":")
-    return f"127.0.0.1:{port}" if host in ("0.0.0.0", "[::]") else address
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -164,13 +141,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
-        apps = build_apps(args)
+        gateway = build_gateway(args)
     except (OSError, ValueError, RocketMQError) as err:
         logger.error("cannot start: %s", err)
         return 2
     status = 0
     try:
-        trio.run(run_apps, apps)
+        trio.run(run_gateway, gateway)
     except* (OSError, RocketMQError) as group:
         for exc in group.exceptions:
             logger.error("cannot start: %s", exc)

@@ -13,19 +13,12 @@ from contextlib import asynccontextmanager
 
 import trio
 
+from gateway.address import split_address
 from gateway.config import ServerConfig
 from gateway.connection import Connection
 from gateway.dispatch import Dispatcher
 
 _client_ids = itertools.count(1_000_000)
-
-
-def split_address(address: str) -> tuple[str, int]:
-    """``"host:port"`` or ``"[v6]:port"`` into its parts; raises ``ValueError``."""
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError(f"not a host:port address: {address!r}")
-    return host.strip("[]"), int(port)
 
 
 @asynccontextmanager

@@ -5,7 +5,8 @@ no event loop to run a synchronous handler. Mirrors ``NettyRemotingAbstract.proc
 
 * an unknown code gets ``REQUEST_CODE_NOT_SUPPORTED`` with Java's remark;
 * a malformed header (:class:`HeaderError`) or any other :class:`RocketMQError` becomes a response
-  with the error's ``response_code`` and its message as remark;
+  with the error's ``response_code``, its message as remark and its ``ext_fields`` as header: this
+  is the one place where processors' errors turn into responses (logged, rate-limited);
 * any other exception becomes ``SYSTEM_ERROR`` with the exception as remark, and is logged;
 * a oneway request never gets a response, not even an error.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import time
 import typing
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -30,6 +32,7 @@ from codec.headers.base import CustomHeader
 
 logger = logging.getLogger(__name__)
 
+REFUSAL_LOG_INTERVAL_S = 10.0  # at most one INFO line per (request code, error code) this often
 HandlerResult = RemotingCommand | None
 Handler = Callable[["RequestContext", RemotingCommand, Any], HandlerResult | Awaitable[HandlerResult]]
 
@@ -42,6 +45,9 @@ class Peer(Protocol):
 
     async def invoke_oneway(self, request: RemotingCommand) -> None:
         """Send a request that expects no answer."""
+
+    def try_invoke_oneway(self, request: RemotingCommand) -> bool:
+        """Queue a request that expects no answer without waiting; ``False`` if it was not queued."""
 
     def close(self) -> None:
         """Close the connection."""
@@ -87,6 +93,7 @@ class Dispatcher:
         self._routes: dict[int, tuple[Handler, type[CustomHeader] | None, bool]] = {}
         self.requests = 0
         self.errors = 0
+        self._last_refusal_log: dict[tuple[int, int], float] = {}
 
     def register(self, code: int, handler: Handler, header_type: type[CustomHeader] | None = None) -> None:
         if code in self._routes:
@@ -95,9 +102,6 @@ class Dispatcher:
             getattr(handler, "__call__", None)  # noqa: B004 - callable objects with async __call__
         )
         self._routes[code] = (handler, header_type, is_async)
-
-    def handles(self, code: int) -> bool:
-        return code in self._routes
 
     async def dispatch(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
         """Run the handler of ``request`` and return the response to send (``None``: send nothing)."""
@@ -108,6 +112,7 @@ class Dispatcher:
     async def _run(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
         route = self._routes.get(request.code)
         if route is None:
+            self._log_unsupported(ctx, request.code)
             return request.make_response(
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
             )
@@ -120,16 +125,43 @@ class Dispatcher:
             return typing.cast(HandlerResult, result)
         except RocketMQError as err:
             self.errors += 1
-            logger.info(
-                "%s: %s from %s failed: %s", self.name, request_code_name(request.code), ctx.connection, err
-            )
-            return request.make_response(err.response_code, str(err))
+            self._log_refusal(ctx, request, err)
+            return request.make_response(err.response_code, str(err), header=err.ext_fields)
         except Exception as err:
             self.errors += 1
             logger.exception(
                 "%s: %s from %s raised", self.name, request_code_name(request.code), ctx.connection
             )
             return request.make_response(ResponseCode.SYSTEM_ERROR, f"{type(err).__name__}: {err}")
+
+    def _log_refusal(self, ctx: RequestContext, request: RemotingCommand, err: RocketMQError) -> None:
+        """One INFO line per request code and error code every ``REFUSAL_LOG_INTERVAL_S``; the
+        rest at DEBUG, so a client repeating a bad request cannot flood the log."""
+        key = (request.code, err.response_code)
+        now = time.monotonic()
+        level = logging.DEBUG
+        if now - self._last_refusal_log.get(key, -REFUSAL_LOG_INTERVAL_S) >= REFUSAL_LOG_INTERVAL_S:
+            self._last_refusal_log[key] = now
+            level = logging.INFO
+        logger.log(
+            level,
+            "%s: %s from %s refused (code %d): %s",
+            self.name,
+            request_code_name(request.code),
+            ctx.connection,
+            err.response_code,
+            err,
+        )
+
+    def _log_unsupported(self, ctx: RequestContext, code: int) -> None:
+        """One INFO line per unknown request code and connection, naming the code, so an operator
+        sees what a client asked for without a client repeating it flooding the log."""
+        seen: set[int] = ctx.connection.attributes.setdefault("unsupported_codes", set())
+        if code not in seen:
+            seen.add(code)
+            logger.info(
+                "%s: %s (%d) from %s not supported", self.name, request_code_name(code), code, ctx.connection
+            )
 
     def statistics(self) -> dict[str, int]:
         return {"routes": len(self._routes), "requests": self.requests, "errors": self.errors}

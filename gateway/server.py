@@ -14,6 +14,7 @@ from typing import Any
 
 import trio
 
+from gateway.address import join_address
 from gateway.config import ServerConfig
 from gateway.connection import Connection
 from gateway.dispatch import Dispatcher
@@ -25,13 +26,19 @@ class RemotingServer:
     """Serves one dispatcher on one port; see the module docstring."""
 
     def __init__(
-        self, dispatcher: Dispatcher, config: ServerConfig | None = None, name: str = "server"
+        self,
+        dispatcher: Dispatcher,
+        config: ServerConfig | None = None,
+        name: str = "server",
+        listeners: list[trio.SocketListener] | None = None,
     ) -> None:
+        """``listeners``: sockets already bound (a caller that must know its port before it builds
+        the rest); by default :meth:`run` binds ``config.host``/``config.port``."""
         self.dispatcher = dispatcher
         self.config = config or ServerConfig()
         self.name = name
         self.connections: dict[int, Connection] = {}
-        self.listeners: list[trio.SocketListener] = []
+        self.listeners: list[trio.SocketListener] = listeners or []
         self._ids = itertools.count(1)
         self._accepting = trio.CancelScope()
         self._done = trio.Event()
@@ -43,11 +50,7 @@ class RemotingServer:
     @property
     def addresses(self) -> list[str]:
         """``host:port`` of every bound listener."""
-        out = []
-        for listener in self.listeners:
-            host, port = listener.socket.getsockname()[:2]
-            out.append(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
-        return out
+        return [join_address(*listener.socket.getsockname()[:2]) for listener in self.listeners]
 
     @property
     def port(self) -> int:
@@ -57,7 +60,8 @@ class RemotingServer:
         self, *, task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Bind, report the listeners through ``task_status``, and serve until :meth:`shutdown`."""
-        self.listeners = await trio.open_tcp_listeners(self.config.port, host=self.config.host)
+        if not self.listeners:
+            self.listeners = await trio.open_tcp_listeners(self.config.port, host=self.config.host)
         try:
             async with trio.open_nursery() as nursery:
                 task_status.started(self.listeners)

@@ -42,22 +42,26 @@ class NamesrvApp:
         self.server = RemotingServer(self.dispatcher, self.server_config, name="namesrv")
         self.server.on_disconnect.append(self._connection_closed)
         self._stop = trio.Event()
+        self._stopped = trio.Event()
 
     def _connection_closed(self, conn: Connection) -> None:
         for addr in self.routes.drop_connection(conn.info.id):
             logger.info("broker %s dropped: its connection closed", addr)
 
     async def run(self, *, task_status: trio.TaskStatus[RemotingServer] = trio.TASK_STATUS_IGNORED) -> None:
-        self.kv.load()
-        async with trio.open_nursery() as nursery:
-            await nursery.start(self.server.run)
-            nursery.start_soon(self._scan_not_active_brokers)
-            task_status.started(self.server)
-            await self._stop.wait()
-            self.server.shutdown()
-            await self.server.wait_closed()
-            nursery.cancel_scope.cancel()
-        self.kv.persist()
+        try:
+            self.kv.load()
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.server.run)
+                nursery.start_soon(self._scan_not_active_brokers)
+                task_status.started(self.server)
+                await self._stop.wait()
+                self.server.shutdown()
+                await self.server.wait_closed()
+                nursery.cancel_scope.cancel()
+            self.kv.persist()
+        finally:
+            self._stopped.set()
 
     async def _scan_not_active_brokers(self) -> None:
         while True:
@@ -66,6 +70,10 @@ class NamesrvApp:
 
     def shutdown(self) -> None:
         self._stop.set()
+
+    async def wait_stopped(self) -> None:
+        """Return once :meth:`run` has finished (KV config persisted)."""
+        await self._stopped.wait()
 
     def statistics(self) -> dict[str, Any]:
         return {

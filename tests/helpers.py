@@ -9,6 +9,8 @@ from typing import Any
 import trio
 
 from broker.config import BrokerConfig
+from broker.registration import NamesrvRegistrar
+from broker.topic_config_manager import TopicConfigManager
 
 
 async def wait_until(predicate: Callable[[], object], seconds: float) -> None:
@@ -34,3 +36,8 @@ def broker_config(root: Path, **fields: Any) -> BrokerConfig:
     config = BrokerConfig(store_path_root_dir=str(root / "store"), **fields)
     config.extra.update(small_store(root))
     return config
+
+
+def registrar_of(config: BrokerConfig) -> NamesrvRegistrar:
+    """The NameServer registrar a broker with ``config`` and only its system topics would use."""
+    return NamesrvRegistrar(config, TopicConfigManager(config))

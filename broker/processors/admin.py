@@ -166,8 +166,7 @@ class AdminBrokerProcessor:
             max_offset = store.get_max_offset_in_queue(header.topic, queue_id)
             last = 0
             if max_offset > 0:
-                cq = store.queues.find(header.topic, queue_id)
-                last = store.store_time_of(cq, max_offset - 1) if cq is not None else 0
+                last = store.get_message_store_timestamp(header.topic, queue_id, max_offset - 1)
             entries.append(
                 (
                     _mq_key(header.topic, broker.config.broker_name, queue_id),
@@ -204,8 +203,7 @@ class AdminBrokerProcessor:
                 consumer_offset = max(broker.offsets.query(group, name, queue_id), 0)
                 last = 0
                 if consumer_offset > 0:
-                    cq = store.queues.find(name, queue_id)
-                    last = max(store.store_time_of(cq, consumer_offset - 1), 0) if cq is not None else 0
+                    last = max(store.get_message_store_timestamp(name, queue_id, consumer_offset - 1), 0)
                 entries.append(
                     (
                         _mq_key(name, broker.config.broker_name, queue_id),
@@ -317,7 +315,7 @@ class AdminBrokerProcessor:
     ) -> RemotingCommand:
         broker = self.broker
         store = broker.store
-        stats = broker.messages.statistics()
+        stats = store.statistics()
         table = {
             "brokerVersionDesc": version_desc(CURRENT_VERSION),
             "brokerVersion": str(CURRENT_VERSION),

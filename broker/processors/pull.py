@@ -1,9 +1,11 @@
-"""PULL_MESSAGE and LITE_PULL_MESSAGE (``PullMessageProcessor``), spec 3.2, 6.5 and 6.11.
+"""PULL_MESSAGE and LITE_PULL_MESSAGE (``PullMessageProcessor``).
 
-The pre-checks run in Java's order; the store's status maps to the response code and
-``nextBeginOffset``; a pull that finds nothing and may be suspended is held until a matching
-message arrives or its suspend time runs out (:mod:`broker.long_polling`) and is then run once
-more without suspension. The COMMIT flag's offset is stored on the first processing only.
+The pre-checks run in Java's order (``PullMessageProcessor.processRequest``) and a failed one
+raises :class:`PullRejected`, which the dispatcher answers with its code, remark and
+``forbiddenType``; the store's status maps to the response code and ``nextBeginOffset`` as in
+Java's ``PullMessageResultHandler``; a pull that finds nothing and may be suspended is held until
+a matching message arrives or its suspend time runs out (:mod:`broker.long_polling`) and is then
+run once more without suspension. The COMMIT flag's offset is stored on the first processing only.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from collections.abc import Collection
 import trio
 
 from broker.controller import BrokerController
+from broker.stats import broker_stats
 from codec.bodies.heartbeat import EXPRESSION_TAG, SUB_ALL, SubscriptionData
 from codec.bodies.register import PERM_READ
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
+from codec.errors import RocketMQError
 from codec.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader, PullSysFlag
 from gateway.dispatch import Dispatcher, RequestContext
 from store.results import GetMessageResult, GetMessageStatus
@@ -42,12 +46,12 @@ _STATUS_CODES = {
 }
 
 
-class PullRejected(Exception):
+class PullRejected(RocketMQError):
+    """A pre-check refused the pull; ``forbidden_type`` says which permission was missing."""
+
     def __init__(self, code: int, remark: str, forbidden_type: int | None = None) -> None:
-        super().__init__(remark)
-        self.code = code
-        self.remark = remark
-        self.forbidden_type = forbidden_type
+        fields = {"forbiddenType": str(forbidden_type)} if forbidden_type is not None else None
+        super().__init__(remark, response_code=code, ext_fields=fields)
 
 
 def tags_filter(sub: SubscriptionData) -> Collection[int] | None:
@@ -66,17 +70,10 @@ class PullMessageProcessor:
         dispatcher.register(RequestCode.PULL_MESSAGE, self.pull, PullMessageRequestHeader)
         dispatcher.register(RequestCode.LITE_PULL_MESSAGE, self.pull, PullMessageRequestHeader)
 
-    def _reject(self, request: RemotingCommand, err: PullRejected) -> RemotingCommand:
-        fields = {"forbiddenType": str(err.forbidden_type)} if err.forbidden_type is not None else None
-        return request.make_response(err.code, err.remark, header=fields)
-
     async def pull(
         self, ctx: RequestContext, request: RemotingCommand, header: PullMessageRequestHeader
     ) -> RemotingCommand:
-        try:
-            tags_codes = self._check(ctx, request, header)
-        except PullRejected as err:
-            return self._reject(request, err)
+        tags_codes = self._check(ctx, request, header)
         broker = self.broker
         flags = header.sys_flag
         if flags & PullSysFlag.COMMIT_OFFSET and broker.topics.select(header.topic) is not None:
@@ -91,6 +88,9 @@ class PullMessageProcessor:
             )
             result = await self._hold(header, tags_codes, result, timeout_ms / 1000)
             code = self._code(header, result)
+        broker_stats(broker).record_group_get(
+            header.topic, header.consumer_group, result.message_count, result.buffer_total_size
+        )
         return self._response(request, header, result, code)
 
     def _check(
@@ -211,11 +211,12 @@ class PullMessageProcessor:
     ) -> GetMessageResult:
         """Park the pull until a matching message arrives or the suspend time ends, then pull again."""
         hold = self.broker.hold
-        held = hold.hold(header.topic, header.queue_id, header.queue_offset, tags_codes)
+        arrived = trio.Event()
+        held = hold.hold(header.topic, header.queue_id, header.queue_offset, tags_codes, arrived.set)
         self.held_total += 1
         try:
             with trio.move_on_after(max(timeout_s, 0.0)):
-                await held.event.wait()
+                await arrived.wait()
         finally:
             hold.release(header.topic, header.queue_id, held)
         return self._get(header, tags_codes)

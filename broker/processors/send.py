@@ -1,50 +1,54 @@
-"""SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE and CONSUMER_SEND_MSG_BACK.
+"""SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE (``SendMessageProcessor``).
 
-Mirrors ``SendMessageProcessor`` / ``AbstractSendMessageProcessor`` in the order of spec 3.1 and
-3.6: validation, auto-creation, queue choice, retry/DLQ redirection, broker-added properties,
-delay levels through ``SCHEDULE_TOPIC_XXXX`` (6.4), the store put, and the response fields the
-client reads (``msgId``, ``queueId``, ``queueOffset``, ``transactionId`` plus ``MSG_REGION`` and
-``TRACE_ON``, which keep ``extFields`` non-null even on errors).
+Mirrors ``SendMessageProcessor`` / ``AbstractSendMessageProcessor``. A V2 header (one-letter keys)
+is converted to the v1 header once, on arrival, as Java's ``parseRequestHeader`` does; everything
+after works on :class:`SendMessageRequestHeader`. The steps, in Java's order:
+
+1. checks (``msgCheck``): broker and topic write permission, topic name, topics no producer may
+   send to, auto-creation from the default topic (``TBW102``) or of a retry topic, queue id range;
+2. the records: a single message's properties get the broker's (``UNIQ_KEY`` if missing,
+   ``MSG_REGION``, ``TRACE_ON``, ``CLUSTER``); a batch's inner messages keep their own and get
+   the batch-level ones appended, as 5.x ``MessageExtEncoder.encodeBatch`` does;
+3. a message sent to a retry topic may be redirected to the group's DLQ
+   (``handleRetryAndDLQ``); a positive ``DELAY`` level routes it through ``SCHEDULE_TOPIC_XXXX``;
+4. the store put, and the response fields the client reads (``msgId``, ``queueId``,
+   ``queueOffset``, ``transactionId``) plus ``MSG_REGION`` and ``TRACE_ON``, which keep
+   ``extFields`` non-null even on errors.
+
+A failed check raises :class:`SendError`, which the dispatcher answers with its code and fields.
 """
 
 from __future__ import annotations
 
 import logging
 import random
-from typing import Any
 
 from broker.controller import BrokerController
+from broker.schedule import apply_delay_level
 from broker.topic_config_manager import (
-    DLQ_GROUP_TOPIC_PREFIX,
+    NOT_ALLOWED_SEND_TOPICS,
     RETRY_GROUP_TOPIC_PREFIX,
     SCHEDULE_TOPIC,
     TopicValidationError,
     dlq_topic,
-    retry_topic,
     validate_topic,
 )
 from codec.batch import decode_batch
 from codec.bodies.register import PERM_READ, PERM_WRITE, TopicConfig
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
-from codec.errors import MessageFormatError
+from codec.errors import MessageFormatError, RocketMQError
 from codec.hashing import java_hashmap_order
-from codec.headers.client import ConsumerSendMsgBackRequestHeader
 from codec.headers.send import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
 from codec.message import MessageRecord, MessageSysFlag
 from codec.message_id import encode_offset_msg_id
 from codec.properties import (
     CLUSTER,
     DELAY,
-    MAX_RECONSUME_TIMES,
     MSG_REGION,
-    ORIGIN_MESSAGE_ID,
     POP_CK,
     PROPERTY_SEPARATOR,
     REAL_QID,
-    REAL_TOPIC,
-    RECONSUME_TIME,
-    RETRY_TOPIC,
     TRACE_ON,
     TRAN_MSG,
     UNIQ_KEY,
@@ -57,18 +61,8 @@ from store.results import PutMessageResult, PutMessageStatus
 
 logger = logging.getLogger(__name__)
 
+#: Clients after 3.4.9 send their own ``maxReconsumeTimes`` (``SendMessageProcessor``).
 V3_4_9 = version_ordinal("V3_4_9")
-
-FORBIDDEN_SEND_TOPICS = frozenset(
-    {
-        SCHEDULE_TOPIC,
-        "RMQ_SYS_TRANS_HALF_TOPIC",
-        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-        "TRANS_CHECK_MAX_TIME_TOPIC",
-        "SELF_TEST_TOPIC",
-        "OFFSET_MOVED_EVENT",
-    }
-)
 TOPIC_FILTER_MULTI_TAG = "MULTI_TAG"
 _PROPERTIES_MAP_CAPACITY = 128  # MessageDecoder.string2messageProperties: new HashMap<>(128)
 
@@ -92,18 +86,13 @@ _OK_CODES = frozenset(
 )
 
 
-def _sys_flag(header: Any, topic_config: TopicConfig) -> int:
-    """The header's sysFlag, plus MULTI_TAGS for topics whose filter type says so (spec 3.1 step 8)."""
-    if topic_config.topic_filter_type == TOPIC_FILTER_MULTI_TAG:
-        return int(header.sys_flag) | MessageSysFlag.MULTI_TAGS_FLAG
-    return int(header.sys_flag)
+class SendError(RocketMQError):
+    """A send refused before the store: the code, the remark and the fields every send answer carries."""
 
 
-class SendError(Exception):
-    def __init__(self, code: int, remark: str) -> None:
-        super().__init__(remark)
-        self.code = code
-        self.remark = remark
+def encode_java_order(props: dict[str, str]) -> str:
+    """The properties string as the Java broker writes it: its ``HashMap(128)`` iteration order."""
+    return encode_properties({k: props[k] for k in java_hashmap_order(list(props), _PROPERTIES_MAP_CAPACITY)})
 
 
 class SendMessageProcessor:
@@ -112,50 +101,51 @@ class SendMessageProcessor:
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(RequestCode.SEND_MESSAGE, self.send, SendMessageRequestHeader)
-        dispatcher.register(RequestCode.SEND_MESSAGE_V2, self.send, SendMessageRequestHeaderV2)
-        dispatcher.register(RequestCode.SEND_BATCH_MESSAGE, self.send, SendMessageRequestHeaderV2)
-        dispatcher.register(
-            RequestCode.CONSUMER_SEND_MSG_BACK, self.consumer_send_msg_back, ConsumerSendMsgBackRequestHeader
-        )
+        dispatcher.register(RequestCode.SEND_MESSAGE_V2, self.send_v2, SendMessageRequestHeaderV2)
+        dispatcher.register(RequestCode.SEND_BATCH_MESSAGE, self.send_v2, SendMessageRequestHeaderV2)
 
     def _extras(self) -> dict[str, str]:
         config = self.broker.config
         return {MSG_REGION: config.region_id, TRACE_ON: "true" if config.trace_on else "false"}
 
-    def _error(self, request: RemotingCommand, code: int, remark: str) -> RemotingCommand:
-        return request.make_response(code, remark, header=self._extras())
+    def _refuse(self, code: int, remark: str) -> SendError:
+        return SendError(remark, response_code=code, ext_fields=self._extras())
 
     # -- SEND_MESSAGE / V2 / BATCH ---------------------------------------------------------------
 
-    async def send(self, ctx: RequestContext, request: RemotingCommand, header: Any) -> RemotingCommand:
-        try:
-            topic_config, queue_id = self._check(ctx, request, header)
-            if header.batch:
-                records, batch_uniq = self._batch_records(ctx, request, header, topic_config, queue_id)
-                result = await self.broker.messages.put(records)
-                return self._response(request, records, result, records[0].queue_id, batch_uniq)
-            record, props = self._single_record(ctx, request, header, topic_config, queue_id)
-        except SendError as err:
-            return self._error(request, err.code, err.remark)
-        result = await self.broker.messages.put([record], properties=[props])
+    async def send_v2(
+        self, ctx: RequestContext, request: RemotingCommand, header: SendMessageRequestHeaderV2
+    ) -> RemotingCommand:
+        return await self.send(ctx, request, header.to_v1())
+
+    async def send(
+        self, ctx: RequestContext, request: RemotingCommand, header: SendMessageRequestHeader
+    ) -> RemotingCommand:
+        topic_config, queue_id = self._check(ctx, header)
+        if header.batch:
+            records, batch_uniq = self._batch_records(ctx, request, header, topic_config, queue_id)
+            result = await self.broker.put_messages(records, None)
+            return self._response(request, records, result, records[0].queue_id, batch_uniq)
+        record, props = self._single_record(ctx, request, header, topic_config, queue_id)
+        result = await self.broker.put_messages([record], [props])
         # A delayed message answers with the queue it will be delivered to, not the schedule queue.
         real_queue_id = int(props[REAL_QID]) if record.topic == SCHEDULE_TOPIC else record.queue_id
         return self._response(request, [record], result, real_queue_id, props[UNIQ_KEY])
 
-    def _check(self, ctx: RequestContext, request: RemotingCommand, header: Any) -> tuple[TopicConfig, int]:
+    def _check(self, ctx: RequestContext, header: SendMessageRequestHeader) -> tuple[TopicConfig, int]:
         broker = self.broker
-        topic: str = header.topic
+        topic = header.topic
         if not broker.config.broker_permission & PERM_WRITE and broker.topics.is_order_topic(topic):
-            raise SendError(
+            raise self._refuse(
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{broker.config.broker_ip1}] sending message is forbidden",
             )
         try:
             validate_topic(topic)
         except TopicValidationError as err:
-            raise SendError(ResponseCode.INVALID_PARAMETER, str(err)) from None
-        if topic in FORBIDDEN_SEND_TOPICS:
-            raise SendError(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
+            raise self._refuse(ResponseCode.INVALID_PARAMETER, str(err)) from None
+        if topic in NOT_ALLOWED_SEND_TOPICS:
+            raise self._refuse(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
         topic_config = broker.topics.select(topic)
         if topic_config is None:
             topic_config = broker.topics.create_in_send(
@@ -164,16 +154,15 @@ class SendMessageProcessor:
             if topic_config is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 topic_config = broker.topics.create_if_absent(topic, 1, PERM_READ | PERM_WRITE)
             if topic_config is None:
-                raise SendError(
-                    ResponseCode.TOPIC_NOT_EXIST,
-                    f"topic[{topic}] not exist, apply first please!",
+                raise self._refuse(
+                    ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!"
                 )
         if not topic_config.perm & PERM_WRITE:
-            raise SendError(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
-        queue_id: int = header.queue_id
+            raise self._refuse(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
+        queue_id = header.queue_id
         limit = max(topic_config.write_queue_nums, topic_config.read_queue_nums)
         if queue_id >= limit:
-            raise SendError(
+            raise self._refuse(
                 ResponseCode.INVALID_PARAMETER,
                 f"request queueId[{queue_id}] is illegal, {topic_config} "
                 f"Producer: {ctx.connection.remote_addr}",
@@ -182,18 +171,30 @@ class SendMessageProcessor:
             queue_id = random.randrange(max(topic_config.write_queue_nums, 1))
         return topic_config, queue_id
 
+    # -- records ---------------------------------------------------------------------------------
+
     def _base_record(
-        self, ctx: RequestContext, header: Any, topic: str, queue_id: int, body: bytes, properties: str
+        self,
+        ctx: RequestContext,
+        header: SendMessageRequestHeader,
+        topic_config: TopicConfig,
+        queue_id: int,
+        body: bytes,
     ) -> MessageRecord:
+        """A record with what single and batch sends share: addresses, times and the sysFlag
+        (plus MULTI_TAGS for topics whose filter type says so)."""
         broker = self.broker
         born_host, born_port = broker.client_address(ctx.connection.remote_addr)
+        sys_flag = header.sys_flag
+        if topic_config.topic_filter_type == TOPIC_FILTER_MULTI_TAG:
+            sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
         return MessageRecord(
-            topic=topic,
+            topic=header.topic,
             queue_id=queue_id,
             body=body,
-            properties=properties,
+            properties="",
             flag=header.flag,
-            sys_flag=header.sys_flag,
+            sys_flag=sys_flag,
             born_timestamp=header.born_timestamp,
             born_host=born_host,
             born_port=born_port,
@@ -202,17 +203,10 @@ class SendMessageProcessor:
             reconsume_times=header.reconsume_times or 0,
         )
 
-    @staticmethod
-    def _encode_java_order(props: dict[str, str]) -> str:
-        """The properties string as the Java broker writes it: its ``HashMap(128)`` iteration order."""
-        return encode_properties(
-            {k: props[k] for k in java_hashmap_order(list(props), _PROPERTIES_MAP_CAPACITY)}
-        )
-
-    def _add_broker_properties(self, props: dict[str, str]) -> None:
+    def _stamp_broker_properties(self, props: dict[str, str]) -> None:
+        """The properties the broker adds to every stored message (``MSG_REGION``, ``TRACE_ON``,
+        ``CLUSTER``); a pop checkpoint property is never stored."""
         config = self.broker.config
-        if UNIQ_KEY not in props:
-            props[UNIQ_KEY] = self.broker.uniq_ids.next_id()
         props[MSG_REGION] = config.region_id
         props[TRACE_ON] = "true" if config.trace_on else "false"
         props[CLUSTER] = config.broker_cluster_name
@@ -222,40 +216,44 @@ class SendMessageProcessor:
         self,
         ctx: RequestContext,
         request: RemotingCommand,
-        header: Any,
+        header: SendMessageRequestHeader,
         topic_config: TopicConfig,
         queue_id: int,
     ) -> tuple[MessageRecord, dict[str, str]]:
         """The record to store and its properties (as stored, decoded: the store indexes them)."""
         broker = self.broker
         props = decode_properties(header.properties)
-        topic: str = header.topic
-        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            topic, queue_id = self._retry_or_dlq(request, header, topic, queue_id, props)
-        sys_flag = _sys_flag(header, topic_config)
-        self._add_broker_properties(props)
+        record = self._base_record(ctx, header, topic_config, queue_id, bytes(request.body))
+        if record.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            self._retry_or_dlq(request, header, record, props)
+        if UNIQ_KEY not in props:
+            props[UNIQ_KEY] = broker.uniq_ids.next_id()
+        self._stamp_broker_properties(props)
         if props.get(TRAN_MSG) == "true" and not (header.reconsume_times and props.get(DELAY)):
             if broker.config.reject_transaction_message:
-                raise SendError(
+                raise self._refuse(
                     ResponseCode.NO_PERMISSION,
                     f"the broker[{broker.config.broker_ip1}] sending transaction message is forbidden",
                 )
-            raise SendError(ResponseCode.SYSTEM_ERROR, "transactional messages are not supported yet")
-        record = self._base_record(ctx, header, topic, queue_id, bytes(request.body), "")
-        record.sys_flag = sys_flag
-        self._apply_delay(record, props)
-        record.properties = self._encode_java_order(props)
+            raise self._refuse(ResponseCode.SYSTEM_ERROR, "transactional messages are not supported yet")
+        apply_delay_level(record, props, broker.schedule.max_level)
+        record.properties = encode_java_order(props)
         return record, props
 
     def _retry_or_dlq(
-        self, request: RemotingCommand, header: Any, topic: str, queue_id: int, props: dict[str, str]
-    ) -> tuple[str, int]:
-        """Spec 3.1 step 7: a message sent to a retry topic may be redirected to the DLQ."""
+        self,
+        request: RemotingCommand,
+        header: SendMessageRequestHeader,
+        record: MessageRecord,
+        props: dict[str, str],
+    ) -> None:
+        """``handleRetryAndDLQ``: a message sent to a retry topic goes to the group's DLQ once it was
+        reconsumed too often, or when the group consumes orderly (holds queue locks)."""
         broker = self.broker
-        group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+        group = record.topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
         group_config = broker.groups.find(group)
         if group_config is None:
-            raise SendError(
+            raise self._refuse(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
             )
         max_times = group_config.retry_max_times
@@ -263,83 +261,53 @@ class SendMessageProcessor:
             max_times = header.max_reconsume_times
         reconsume = header.reconsume_times or 0
         if reconsume > max_times or broker.locks.holds_any(group, broker.now_ms()):
-            dlq = dlq_topic(group)
-            broker.topics.create_if_absent(dlq, 1, PERM_READ | PERM_WRITE)
+            record.topic = dlq_topic(group)
+            record.queue_id = 0
+            broker.topics.create_if_absent(record.topic, 1, PERM_READ | PERM_WRITE)
             props[DELAY] = "-1"
-            return dlq, 0
-        return topic, queue_id
-
-    def _apply_delay(self, record: MessageRecord, props: dict[str, str]) -> None:
-        """Spec 6.4: a positive DELAY level sends the record through ``SCHEDULE_TOPIC_XXXX``."""
-        text = props.get(DELAY)
-        if not text:
-            return
-        try:
-            level = int(text)
-        except ValueError:
-            return
-        kind = MessageSysFlag.transaction_type(record.sys_flag)
-        if level <= 0 or kind not in (
-            MessageSysFlag.TRANSACTION_NOT_TYPE,
-            MessageSysFlag.TRANSACTION_COMMIT_TYPE,
-        ):
-            return
-        level = min(level, self.broker.schedule.max_level)
-        props[DELAY] = str(level)
-        props[REAL_TOPIC] = record.topic
-        props[REAL_QID] = str(record.queue_id)
-        record.properties = encode_properties(props)
-        record.topic = SCHEDULE_TOPIC
-        record.queue_id = level - 1
 
     def _batch_records(
         self,
         ctx: RequestContext,
         request: RemotingCommand,
-        header: Any,
+        header: SendMessageRequestHeader,
         topic_config: TopicConfig,
         queue_id: int,
     ) -> tuple[list[MessageRecord], str | None]:
         """The inner records, and the batch-level UNIQ_KEY (a 5.x client's) that answers as the
         response's ``transactionId``, as from the real broker (absent for 4.x batches)."""
-        topic: str = header.topic
+        topic = header.topic
         if len(topic) > 127:
-            raise SendError(ResponseCode.MESSAGE_ILLEGAL, f"message topic length too long {len(topic)}")
+            raise self._refuse(ResponseCode.MESSAGE_ILLEGAL, f"message topic length too long {len(topic)}")
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            raise SendError(
+            raise self._refuse(
                 ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + topic
             )
         try:
             entries = decode_batch(request.body)
         except MessageFormatError as err:
-            raise SendError(ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {err}") from None
+            raise self._refuse(ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {err}") from None
         if not entries:
-            raise SendError(ResponseCode.MESSAGE_ILLEGAL, "empty batch")
-        sys_flag = _sys_flag(header, topic_config)
-        # As the 5.x broker (MessageExtEncoder.encodeBatch): each inner message keeps its own
-        # properties string and gets the batch-level ones appended (the header's, plus region,
-        # trace switch and cluster), so a batch UNIQ_KEY from a 5.x client overrides the inner ones.
+            raise self._refuse(ResponseCode.MESSAGE_ILLEGAL, "empty batch")
+        # Each inner message keeps its own properties string and gets the batch-level ones
+        # appended, so a batch UNIQ_KEY from a 5.x client overrides the inner ones.
         batch_props = decode_properties(header.properties)
-        config = self.broker.config
-        batch_props[MSG_REGION] = config.region_id
-        batch_props[TRACE_ON] = "true" if config.trace_on else "false"
-        batch_props[CLUSTER] = config.broker_cluster_name
-        batch_props.pop(POP_CK, None)
-        suffix = self._encode_java_order(batch_props)
+        self._stamp_broker_properties(batch_props)
+        suffix = encode_java_order(batch_props)
         records = []
         for entry in entries:
             own = entry.properties
             if own and not own.endswith(PROPERTY_SEPARATOR):
                 own += PROPERTY_SEPARATOR
-            props = decode_properties(own)
-            if UNIQ_KEY not in props and UNIQ_KEY not in batch_props:
+            if UNIQ_KEY not in batch_props and UNIQ_KEY not in decode_properties(own):
                 own += encode_properties({UNIQ_KEY: self.broker.uniq_ids.next_id()})
-            record = self._base_record(ctx, header, topic, queue_id, entry.body, "")
+            record = self._base_record(ctx, header, topic_config, queue_id, entry.body)
             record.properties = own + suffix
             record.flag = entry.flag
-            record.sys_flag = sys_flag
             records.append(record)
         return records, batch_props.get(UNIQ_KEY)
+
+    # -- response --------------------------------------------------------------------------------
 
     def _response(
         self,
@@ -354,7 +322,7 @@ class SendMessageProcessor:
             remark = result.remark or result.status.name
             if result.status is PutMessageStatus.MESSAGE_ILLEGAL:
                 remark = f"the message is illegal, maybe msg body or properties length not matched. {remark}"
-            return self._error(request, code, remark)
+            return request.make_response(code, remark, header=self._extras())
         broker = self.broker
         ids = ",".join(
             encode_offset_msg_id(broker.store_host, broker.store_port, r.physical_offset) for r in records
@@ -368,74 +336,3 @@ class SendMessageProcessor:
         fields = header.to_ext_fields()
         fields.update(self._extras())
         return request.make_response(code, None, header=fields)
-
-    # -- CONSUMER_SEND_MSG_BACK ------------------------------------------------------------------
-
-    async def consumer_send_msg_back(
-        self, ctx: RequestContext, request: RemotingCommand, header: ConsumerSendMsgBackRequestHeader
-    ) -> RemotingCommand:
-        broker = self.broker
-        group_config = broker.groups.find(header.group)
-        if group_config is None:
-            return request.make_response(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {header.group}"
-            )
-        if not broker.config.broker_permission & PERM_WRITE:
-            return request.make_response(
-                ResponseCode.NO_PERMISSION,
-                f"the broker[{broker.config.broker_ip1}] sending message is forbidden",
-            )
-        if group_config.retry_queue_nums <= 0:
-            return request.make_response(ResponseCode.SUCCESS)
-        original = broker.look_message(header.offset)
-        if original is None:
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}"
-            )
-        props = decode_properties(original.properties)
-        props.setdefault(RETRY_TOPIC, original.topic)
-        max_times = group_config.retry_max_times
-        if request.version > V3_4_9 and header.max_reconsume_times is not None:
-            max_times = header.max_reconsume_times
-        delay_level = header.delay_level
-        if original.reconsume_times >= max_times or delay_level < 0:
-            topic = dlq_topic(header.group)
-            broker.topics.create_if_absent(topic, 1, PERM_READ | PERM_WRITE)
-            queue_id = 0
-            props.pop(DELAY, None)
-        else:
-            topic = retry_topic(header.group)
-            config = broker.topics.create_if_absent(
-                topic, group_config.retry_queue_nums, PERM_READ | PERM_WRITE
-            )
-            queue_id = random.randrange(max(config.write_queue_nums, 1))
-            if delay_level == 0:
-                delay_level = 3 + original.reconsume_times
-            props[DELAY] = str(delay_level)
-        if ORIGIN_MESSAGE_ID not in props:
-            props[ORIGIN_MESSAGE_ID] = encode_offset_msg_id(
-                original.store_host, original.store_port, original.physical_offset
-            )
-        props.pop(RECONSUME_TIME, None)
-        props.pop(MAX_RECONSUME_TIMES, None)
-        record = MessageRecord(
-            topic=topic,
-            queue_id=queue_id,
-            body=original.body,
-            properties=encode_properties(props),
-            flag=original.flag,
-            sys_flag=original.sys_flag,
-            born_timestamp=original.born_timestamp,
-            born_host=original.born_host,
-            born_port=original.born_port,
-            store_host=broker.store_host,
-            store_port=broker.store_port,
-            reconsume_times=original.reconsume_times + 1,
-        )
-        self._apply_delay(record, props)
-        if topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
-            logger.info("message %s of group %s moved to %s", props.get(UNIQ_KEY), header.group, topic)
-        result = await broker.messages.put([record])
-        if result.ok:
-            return request.make_response(ResponseCode.SUCCESS)
-        return request.make_response(ResponseCode.SYSTEM_ERROR, result.status.name)

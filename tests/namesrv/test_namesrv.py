@@ -14,7 +14,7 @@ from gateway.client import connect
 from gateway.config import ServerConfig
 from namesrv.app import NamesrvApp
 from namesrv.config import NamesrvConfig
-from tests.helpers import broker_config, wait_until
+from tests.helpers import broker_config, registrar_of, wait_until
 
 
 async def test_broker_registers_and_routes_are_served(tmp_path: Path) -> None:
@@ -103,14 +103,14 @@ async def test_broker_dropped_when_its_connection_closes_and_after_expiry(tmp_pa
     async with trio.open_nursery() as nursery:
         await nursery.start(namesrv.run)
         naddr = f"127.0.0.1:{namesrv.server.port}"
-        broker = BrokerApp(broker_config(tmp_path, namesrv_addr=naddr), ServerConfig(port=0))
-        req = broker.registrar.build_request()
+        broker = registrar_of(broker_config(tmp_path, namesrv_addr=naddr))
+        req = broker.build_request()
         async with connect(naddr) as conn:
             assert (await conn.invoke(req, 3)).code == ResponseCode.SUCCESS
             assert namesrv.routes.live
         await wait_until(lambda: not namesrv.routes.live, 3)  # connection closed: dropped at once
         async with connect(naddr) as conn:
-            await conn.invoke(broker.registrar.build_request(), 3)
+            await conn.invoke(broker.build_request(), 3)
             assert namesrv.routes.live
             await wait_until(lambda: not namesrv.routes.live, 3)  # no re-registration: expired
             assert namesrv.routes.route("TBW102") is None
@@ -126,10 +126,8 @@ async def test_data_version_compressed_registration_and_topic_lists(tmp_path: Pa
     async with trio.open_nursery() as nursery:
         await nursery.start(namesrv.run)
         naddr = f"127.0.0.1:{namesrv.server.port}"
-        broker = BrokerApp(
-            broker_config(tmp_path, namesrv_addr=naddr, listen_port=10999), ServerConfig(port=0)
-        )
-        plain = broker.registrar.build_request()
+        broker = registrar_of(broker_config(tmp_path, namesrv_addr=naddr, listen_port=10999))
+        plain = broker.build_request()
         body = RegisterBrokerBody.decode(plain.body)
         compressed = body.encode_compressed()
         header = RegisterBrokerRequestHeader.from_ext_fields(plain.ext_fields)
