@@ -1,0 +1,80 @@
+"""pytest fixtures for using the gateway as a test broker (registered as a ``pytest11`` plugin).
+
+Once ``rocketmq-gateway`` is installed, any test suite gets::
+
+    def test_send(rmq_namesrv: str) -> None:           # in-process NameServer + Broker, no Docker
+        producer.setNamesrvAddr(rmq_namesrv)
+
+    def test_send_in_docker(rmq_container_namesrv: str) -> None:   # the container image
+        ...
+
+Both fixtures are session-scoped (one gateway for the whole run: use distinct topics and groups
+per test), yield the NameServer address ``"127.0.0.1:<port>"``, and stop the servers and remove
+their state at the end. The in-process gateway listens on free ports with a temporary store and
+writes nothing under ``HOME``. The container fixture needs Docker and the image
+(``scripts/setup-docker.sh`` builds ``rmq-gateway:local``; ``--rmq-gateway-image`` or
+``RMQ_GATEWAY_IMAGE`` choose another) and uses host networking; a missing engine or image is an
+error, not a skip. ``rmq_gateway`` / ``rmq_container`` give the objects themselves (addresses of
+both servers, start-up time).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+from gateway.testing.inprocess import InProcessGateway
+
+if TYPE_CHECKING:
+    from gateway.testing.container import RocketMQGatewayContainer
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rocketmq-gateway")
+    group.addoption(
+        "--rmq-gateway-image",
+        default=None,
+        help="image of the rmq_container fixture (default $RMQ_GATEWAY_IMAGE or rmq-gateway:local)",
+    )
+
+
+@pytest.fixture(scope="session")
+def rmq_gateway() -> Iterator[InProcessGateway]:
+    """An in-process NameServer + Broker on free ports of 127.0.0.1 with a temporary store
+    (removed at the end)."""
+    gateway = InProcessGateway()
+    gateway.start()
+    try:
+        yield gateway
+    finally:
+        gateway.stop()
+
+
+@pytest.fixture(scope="session")
+def rmq_namesrv(rmq_gateway: InProcessGateway) -> str:
+    """The in-process gateway's NameServer address."""
+    return rmq_gateway.namesrv_addr
+
+
+@pytest.fixture(scope="session")
+def rmq_container(request: pytest.FixtureRequest) -> Iterator[RocketMQGatewayContainer]:
+    """The gateway image in a container (host network, free ports), ready when yielded."""
+    os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # the reaper image cannot be pulled offline
+    from gateway.testing.container import DEFAULT_IMAGE, RocketMQGatewayContainer
+
+    image = request.config.getoption("--rmq-gateway-image") or DEFAULT_IMAGE
+    container = RocketMQGatewayContainer(image)
+    container.start()
+    try:
+        yield container
+    finally:
+        container.stop()
+
+
+@pytest.fixture(scope="session")
+def rmq_container_namesrv(rmq_container: RocketMQGatewayContainer) -> str:
+    """The container's NameServer address."""
+    return rmq_container.get_namesrv_address()
