@@ -1,37 +1,277 @@
-"""The layer rule of style.md: Trio lives in gateway/ (and app wiring); codec/ and store/ have no I/O
-frameworks, spark/ never reaches the server."""
+"""The layer rules of the code base, checked on its imports (``ast``, nothing is run).
+
+1. Package rules: ``codec/`` has no I/O frameworks and knows no other package; ``store/`` is a
+   plain library under ``codec/``; ``spark/`` never reaches the servers.
+2. Module layers, from the bottom: ``codec`` < ``store`` < ``spark`` < the Trio edge of
+   ``gateway`` (servers, connections, dispatch) < ``namesrv`` < ``broker`` < the composition and
+   tooling of ``gateway`` (launcher, CLI, test fixtures). No import runs from a lower layer to a
+   higher one, and no modules import each other in a circle, ``TYPE_CHECKING`` imports included.
+3. Trio in ``broker/`` and ``namesrv/``: only the modules in :data:`MAY_WAIT` import Trio, or a
+   module that (itself or through others) does. Everything else there is plain state and plain
+   functions, testable without an event loop.
+
+The checks are functions of a source root, so :func:`test_the_rules_catch_forbidden_imports`
+can show each of them failing on a small tree with a forbidden import.
+"""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("codec", "store", "spark", "gateway", "namesrv", "broker")
 
 FORBIDDEN = {
-    "codec": {"trio", "socket", "asyncio", "store", "gateway", "broker", "namesrv"},
-    "store": {"trio", "socket", "asyncio", "gateway", "broker", "namesrv"},
+    "codec": {"trio", "socket", "asyncio", "store", "gateway", "broker", "namesrv", "spark"},
+    "store": {"trio", "socket", "asyncio", "gateway", "broker", "namesrv", "spark"},
     "spark": {"trio", "gateway", "broker", "namesrv"},
 }
 
+#: gateway modules above namesrv/ and broker/: they compose the program or test it.
+GATEWAY_TOP = ("gateway.launcher", "gateway.cli", "gateway.testing")
+LAYERS = ("codec", "store", "spark", "gateway", "namesrv", "broker", "gateway-top")
 
-def imported_roots(path: Path) -> set[str]:
+#: The modules of broker/ and namesrv/ allowed to wait: they import Trio for timers, events,
+#: threads or sockets. Everything else in those packages must not reach Trio at all.
+MAY_WAIT = frozenset(
+    {
+        "broker.app",  # the broker's Trio wiring: server, timers, housekeeping
+        "broker.message_service",  # SYNC_FLUSH group commit waits for fsyncs in a worker thread
+        "broker.registration",  # the connections to the NameServers
+        "broker.processors.pull",  # long polling: a held pull waits for an arrival or its timeout
+        "namesrv.app",  # the NameServer's Trio wiring
+    }
+)
+
+
+def module_files(root: Path, packages: Iterable[str] = PACKAGES) -> dict[str, Path]:
+    """Every module below ``root``'s packages by dotted name (``pkg/__init__.py`` is ``pkg``)."""
+    out: dict[str, Path] = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+def imports_of(name: str, path: Path, modules: dict[str, Path]) -> tuple[set[str], set[str]]:
+    """The project modules ``name`` imports (anywhere in the file, ``TYPE_CHECKING`` blocks and
+    function bodies too) and the top-level names of everything it imports."""
     tree = ast.parse(path.read_text(), filename=str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    targets: set[str] = set()
     roots: set[str] = set()
+
+    def add(dotted: str) -> None:
+        roots.add(dotted.split(".")[0])
+        while dotted and dotted not in modules:  # `import a.b.c` reaches the modules a.b.c is in
+            dotted = dotted.rpartition(".")[0]
+        if dotted and dotted != name:
+            targets.add(dotted)
+
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            roots.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            roots.add(node.module.split(".")[0])
-    return roots
+            for alias in node.names:
+                add(alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                add(full if full in modules else base)
+    return targets, roots
 
 
-@pytest.mark.parametrize("package", sorted(FORBIDDEN))
-def test_package_respects_layers(package: str) -> None:
-    offenders = {
-        str(path.relative_to(ROOT)): sorted(imported_roots(path) & FORBIDDEN[package])
-        for path in (ROOT / package).rglob("*.py")
+def import_graph(root: Path) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    modules = module_files(root)
+    edges: dict[str, set[str]] = {}
+    roots: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        edges[name], roots[name] = imports_of(name, path, modules)
+    return edges, roots
+
+
+def layer_of(module: str) -> int:
+    if any(module == top or module.startswith(top + ".") for top in GATEWAY_TOP):
+        return LAYERS.index("gateway-top")
+    return LAYERS.index(module.split(".")[0])
+
+
+def package_violations(root: Path) -> dict[str, list[str]]:
+    _edges, roots = import_graph(root)
+    return {
+        name: sorted(found & FORBIDDEN[name.split(".")[0]])
+        for name, found in roots.items()
+        if name.split(".")[0] in FORBIDDEN and found & FORBIDDEN[name.split(".")[0]]
     }
-    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def upward_imports(root: Path) -> list[str]:
+    edges, _roots = import_graph(root)
+    return sorted(f"{a} -> {b}" for a, targets in edges.items() for b in targets if layer_of(b) > layer_of(a))
+
+
+def import_cycles(root: Path) -> list[list[str]]:
+    """Every strongly connected group of two or more modules (Tarjan), sorted."""
+    edges, _roots = import_graph(root)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return sorted(cycles)
+
+
+def trio_users(root: Path) -> set[str]:
+    """Modules that import Trio themselves or through any chain of project imports."""
+    edges, roots = import_graph(root)
+    users = {name for name, found in roots.items() if "trio" in found}
+    changed = True
+    while changed:
+        changed = False
+        for name, targets in edges.items():
+            if name not in users and targets & users:
+                users.add(name)
+                changed = True
+    return users
+
+
+def waiting_outside_the_list(root: Path, may_wait: frozenset[str] = MAY_WAIT) -> list[str]:
+    return sorted(
+        name
+        for name in trio_users(root)
+        if name.split(".")[0] in ("broker", "namesrv") and name not in may_wait
+    )
+
+
+# -- the rules on this repository ------------------------------------------------------------------
+
+
+def test_packages_import_only_what_their_layer_allows() -> None:
+    assert package_violations(ROOT) == {}
+
+
+def test_no_import_runs_up_a_layer() -> None:
+    assert upward_imports(ROOT) == []
+
+
+def test_no_import_cycles() -> None:
+    assert import_cycles(ROOT) == []
+
+
+def test_only_listed_broker_and_namesrv_modules_reach_trio() -> None:
+    assert waiting_outside_the_list(ROOT) == []
+    assert trio_users(ROOT) >= MAY_WAIT, "a module on the list no longer waits: take it off"
+
+
+# -- the rules themselves ----------------------------------------------------------------------------
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for package in PACKAGES:
+        (root / package).mkdir(parents=True, exist_ok=True)
+        (root / package / "__init__.py").write_text("")
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_the_rules_pass_a_clean_tree(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "codec/frame.py": "import struct\n",
+            "store/log.py": "from codec import frame\n",
+            "gateway/server.py": "import trio\nfrom codec.frame import x\n",
+            "broker/state.py": "from store.log import y\n",
+            "broker/app.py": "import trio\nfrom broker.state import z\nfrom gateway.server import s\n",
+            "gateway/launcher.py": "from broker.app import a\n",
+        },
+    )
+    assert package_violations(root) == {}
+    assert upward_imports(root) == []
+    assert import_cycles(root) == []
+    assert waiting_outside_the_list(root, frozenset({"broker.app"})) == []
+
+
+@pytest.mark.parametrize(
+    ("files", "rule", "found"),
+    [
+        ({"store/log.py": "import trio\n"}, "package", {"store.log": ["trio"]}),
+        ({"codec/frame.py": "from broker import app\n"}, "package", {"codec.frame": ["broker"]}),
+        ({"spark/read.py": "from gateway.server import s\n"}, "package", {"spark.read": ["gateway"]}),
+        (
+            {"broker/state.py": "from gateway.launcher import g\n", "gateway/launcher.py": ""},
+            "upward",
+            ["broker.state -> gateway.launcher"],
+        ),
+        (
+            {"namesrv/routes.py": "import broker.state\n", "broker/state.py": ""},
+            "upward",
+            ["namesrv.routes -> broker.state"],
+        ),
+        (
+            {
+                "broker/a.py": "from broker import b\n",
+                "broker/b.py": "if TYPE_CHECKING:\n    from broker.a import A\n",
+            },
+            "cycle",
+            [["broker.a", "broker.b"]],
+        ),
+        ({"broker/state.py": "import trio\n"}, "trio", ["broker.state"]),
+        (
+            {
+                "broker/app.py": "import trio\n",
+                "broker/processors/send.py": "from broker.app import BrokerApp\n",
+            },
+            "trio",
+            ["broker.processors.send"],
+        ),
+    ],
+)
+def test_the_rules_catch_forbidden_imports(
+    tmp_path: Path, files: dict[str, str], rule: str, found: object
+) -> None:
+    root = _tree(tmp_path, files)
+    checks = {
+        "package": lambda: package_violations(root),
+        "upward": lambda: upward_imports(root),
+        "cycle": lambda: import_cycles(root),
+        "trio": lambda: waiting_outside_the_list(root, frozenset({"broker.app"})),
+    }
+    assert checks[rule]() == found
