@@ -1,4 +1,4 @@
-"""Order locks (``RebalanceLockManager``), spec 3.8 and 6.7.
+"""Order locks (``RebalanceLockManager``, asked for with LOCK_BATCH_MQ / UNLOCK_BATCH_MQ).
 
 A queue is locked by one client id of a group; the lock lasts ``lockMaxLiveTime`` (60 s) after
 its last refresh, and a client asking for a queue it holds, or one whose lock expired, gets it.

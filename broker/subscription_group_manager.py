@@ -1,7 +1,7 @@
 """Subscription groups (subscriptionGroup.json): per-group consume settings, auto-created on use.
 
 Mirrors ``org.apache.rocketmq.broker.subscription.SubscriptionGroupManager`` and
-``SubscriptionGroupConfig`` (defaults in spec 5.8).
+``SubscriptionGroupConfig`` (its field defaults are Java's).
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ class SubscriptionGroupManager:
         self.on_change = on_change
 
     def find(self, group: str, *, create: bool = True) -> SubscriptionGroupConfig | None:
-        """The group's config, auto-created when allowed and the name is valid (spec 6.12)."""
+        """The group's config, auto-created when allowed and the name is valid
+        (``autoCreateSubscriptionGroup``, as ``SubscriptionGroupManager.findSubscriptionGroupConfig``)."""
         found = self.table.get(group)
         if found is not None or not create:
             return found

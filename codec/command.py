@@ -7,7 +7,7 @@ string map ``ext_fields`` exactly as they travel; typed views of it live in :mod
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from codec.codes import LanguageCode, SerializeType
 from codec.versions import CURRENT_VERSION
@@ -130,20 +130,6 @@ class RemotingCommand:
     def __repr__(self) -> str:
         fields = ", ".join(f"{s}={getattr(self, s)!r}" for s in self.__slots__ if s != "body")
         return f"RemotingCommand({fields}, body=<{len(self.body)} bytes>)"
-
-    def describe(self) -> dict[str, Any]:
-        """A JSON-friendly view for logs and debugging tools (no body bytes)."""
-        return {
-            "code": self.code,
-            "language": self.language,
-            "version": self.version,
-            "opaque": self.opaque,
-            "flag": self.flag,
-            "remark": self.remark,
-            "ext_fields": self.ext_fields,
-            "body_len": len(self.body),
-            "serialize_type": self.serialize_type.name,
-        }
 
 
 def _ext(header: CustomHeader | Mapping[str, str] | None) -> dict[str, str] | None:

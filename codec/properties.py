@@ -15,7 +15,7 @@ NAME_VALUE_SEPARATOR = "\x01"
 PROPERTY_SEPARATOR = "\x02"
 MAX_PROPERTIES_BYTES = 32767  # stored as an int16 length
 
-# Keys of MessageConst used by the broker and store (the full list is in spec 4.3).
+# Keys of org.apache.rocketmq.common.message.MessageConst used by the broker and store.
 KEYS = "KEYS"
 TAGS = "TAGS"
 WAIT = "WAIT"

@@ -1,5 +1,5 @@
-"""Admin requests the Java tools and clients send to a broker (``AdminBrokerProcessor``), spec 3.8
-and 3.12: topic create/delete/list, topic and consume statistics, consumer connections, runtime
+"""Admin requests the Java tools and clients send to a broker (``AdminBrokerProcessor``):
+topic create/delete/list, topic and consume statistics, consumer connections, runtime
 info and config, and the order locks LOCK_BATCH_MQ / UNLOCK_BATCH_MQ.
 
 Bodies keyed by ``MessageQueue`` (``TopicStatsTable``, ``ConsumeStats``) are written in fastjson's

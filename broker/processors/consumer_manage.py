@@ -1,5 +1,5 @@
 """Consumer membership and offsets (``ConsumerManageProcessor`` and the offset part of
-``AdminBrokerProcessor``), spec 3.4 and 3.5."""
+``AdminBrokerProcessor``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""QUERY_MESSAGE and VIEW_MESSAGE_BY_ID (``QueryMessageProcessor``), spec 3.9."""
+"""QUERY_MESSAGE and VIEW_MESSAGE_BY_ID (``QueryMessageProcessor``)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 
 Mirrors ``TopicRouteData``, ``BrokerData``, ``QueueData``, ``ClusterInfo``, ``TopicList`` and
 ``KVTable`` of ``org.apache.rocketmq.remoting.protocol``. ``brokerAddrs`` is a
-``Map<Long, String>``: written with quoted keys, read in either form (spec 8).
+``Map<Long, String>``: written with quoted keys, read in either form (fastjson writes integer
+keys unquoted; see :mod:`codec.fastjson`).
 """
 
 from __future__ import annotations

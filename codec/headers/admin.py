@@ -1,4 +1,5 @@
-"""Headers of the admin requests handled by the broker (spec 3.12) and broker-to-client calls (3.10)."""
+"""Headers of the admin requests handled by the broker (``AdminBrokerProcessor``) and of the broker-to-client
+calls (``Broker2Client``)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Java flattens a header object into ``extFields`` with its field names as keys and every value as
 a string (``RemotingCommand.makeCustomHeaderToNet``) and rebuilds it on the other side. Here a
 header is a slotted dataclass whose fields name their wire key with :func:`wire`; the table that
-converts them is built once per class. Conversion rules (spec 1.6):
+converts them is built once per class. Conversion rules (``RemotingCommand.decodeCommandCustomHeader``):
 
 * ``str`` as is; ``int`` decimal; ``bool`` ``"true"``/``"false"`` (decoding: case-insensitive
   ``true``, anything else is false, as ``Boolean.parseBoolean``); ``float`` Java decimal.

@@ -1,4 +1,4 @@
-"""Headers of the NameServer requests (spec 3.11), mirroring ``protocol/header/namesrv``."""
+"""Headers of the NameServer requests, mirroring ``org.apache.rocketmq.remoting.protocol.header.namesrv``."""
 
 from __future__ import annotations
 
