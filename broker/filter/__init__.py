@@ -1,0 +1,28 @@
+"""SQL92 message filters (``org.apache.rocketmq.filter`` and ``org.apache.rocketmq.broker.filter``).
+
+:func:`~broker.filter.parser.compile_sql92` turns an expression into a compiled tree (or a
+:class:`~broker.filter.parser.FilterCompileError` whose text is the real broker's remark);
+:class:`~broker.filter.message_filter.ExpressionMessageFilter` applies it to a record's properties
+at pull time; :mod:`broker.filter.pull_filter` holds the pull path's checks and filtered read.
+"""
+
+from broker.filter.message_filter import (
+    ConsumerFilterData,
+    ConsumerFilterManager,
+    ExpressionForRetryMessageFilter,
+    ExpressionMessageFilter,
+    compile_expression,
+    is_tag_type,
+)
+from broker.filter.parser import FilterCompileError, compile_sql92
+
+__all__ = [
+    "ConsumerFilterData",
+    "ConsumerFilterManager",
+    "ExpressionForRetryMessageFilter",
+    "ExpressionMessageFilter",
+    "FilterCompileError",
+    "compile_expression",
+    "compile_sql92",
+    "is_tag_type",
+]
