@@ -17,8 +17,10 @@ broker) on the port it really listens on. Two modes:
 * ``network_mode="host"`` (default): the container shares the host's network; both servers
   listen on free ports of ``127.0.0.1`` and advertise ``127.0.0.1``. Nothing is published.
 * ``network_mode="bridge"``: ports are published one-to-one (host port = container port, picked
-  free on the host) and the broker advertises the Docker host's address, so clients outside the
-  container reach it. A random host port mapping cannot work: the advertised port would be wrong.
+  free on the host) on ``publish_host`` (loopback by default) and the broker advertises
+  ``broker_ip1`` (default: the Docker host's address as testcontainers sees it), so clients
+  outside the container reach it. A random host port mapping cannot work: the advertised port
+  would be wrong.
 
 ``TESTCONTAINERS_RYUK_DISABLED=true`` is needed where the reaper image cannot be pulled; the
 container is then removed by :meth:`stop` (the context manager does it).
@@ -31,7 +33,7 @@ import os
 import socket
 import time
 from collections.abc import Mapping
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, cast
 
 from testcontainers.core.container import DockerContainer
 
@@ -68,12 +70,14 @@ class RocketMQGatewayContainer(DockerContainer):
         broker_port: int | None = None,
         broker_ip1: str | None = None,
         broker_name: str = "broker-a",
+        publish_host: str = LOOPBACK,
         properties: Mapping[str, str] | None = None,
         startup_timeout: float = STARTUP_TIMEOUT_S,
         **kwargs: Any,
     ) -> None:
         super().__init__(image, **kwargs)
         self.network_mode = network_mode
+        self.publish_host = publish_host
         self.namesrv_port = namesrv_port or free_port()
         self.broker_port = broker_port or free_port()
         self.startup_timeout = startup_timeout
@@ -88,8 +92,9 @@ class RocketMQGatewayContainer(DockerContainer):
             self.with_env("RMQ_HOST", LOOPBACK)
             self.with_env("BROKER_IP1", broker_ip1 or LOOPBACK)
         else:
-            self.with_bind_ports(self.namesrv_port, self.namesrv_port)
-            self.with_bind_ports(self.broker_port, self.broker_port)
+            for port in (self.namesrv_port, self.broker_port):
+                # docker-py takes (host_ip, host_port) too: publish on one host address only
+                self.ports[f"{port}/tcp"] = cast("int", (publish_host, port))
             self._broker_ip1 = broker_ip1
         for key, value in (properties or {}).items():
             self.with_env(f"RMQ_PROP_{key}", value)
@@ -97,6 +102,8 @@ class RocketMQGatewayContainer(DockerContainer):
     def _host(self) -> str:
         if self.network_mode == "host":
             return LOOPBACK
+        if self.publish_host not in ("0.0.0.0", "::"):
+            return self.publish_host
         host = self.get_container_host_ip()
         return LOOPBACK if host == "localhost" else host
 
@@ -123,6 +130,13 @@ class RocketMQGatewayContainer(DockerContainer):
         self.startup_seconds = time.monotonic() - began
         logger.info("rmq-gateway container ready in %.2f s: %s", self.startup_seconds, self.ready.summary())
         return self
+
+    def stop(self, force: bool = True, delete_volume: bool = True) -> None:
+        """Remove the container (and its anonymous /data volume); a second call does nothing."""
+        if self._container is None:
+            return
+        super().stop(force=force, delete_volume=delete_volume)
+        self._container = None
 
     def _wait_ready(self, began: float) -> ProbeResult:
         deadline = began + self.startup_timeout
