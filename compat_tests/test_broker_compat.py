@@ -2,9 +2,11 @@
 real Apache RocketMQ 5.3.3 broker, with identical assertions (a scenario that fails against the
 reference is a wrong test, not a feature of ours).
 
-Each target (``gateway``: ``rmq-gateway standalone``; ``reference``: the real NameServer + Broker)
-serves the whole module; every test uses its own topics and groups per client line. Restart and
-crash scenarios run on their own SYNC_FLUSH targets at the end.
+Each target (``gateway``: ``rmq-gateway standalone``; ``reference``: the real NameServer + Broker;
+the ``target`` fixture of ``conftest.py``) serves the whole module; every test uses its own topics
+and groups per client line. Restart and crash scenarios run on their own SYNC_FLUSH targets at the
+end. Tag filters, batch sends, lite pull subscribe and ``DefaultMQPullConsumer`` are in
+``test_tags_pull_batch_compat.py``.
 """
 
 from __future__ import annotations
@@ -16,52 +18,15 @@ from pathlib import Path
 
 import pytest
 
+from compat_tests.helpers import STEP_S, TARGETS, consume, produce, short
 from compat_tests.reference import run_mqadmin
 from compat_tests.scenario import CLIENT_LINES, Event, done, of, run_scenario, start_scenario
 from compat_tests.targets import Target, start_target
 
 pytestmark = pytest.mark.compat
 
-TARGETS = ("gateway", "reference")
-STEP_S = 90.0
 BULK = {"sync": 5000, "async": 2000, "oneway": 3000}  # 10,000 messages per client line
 CHINESE_PROPS = {"颜色": "蓝", "n": "1"}
-
-
-@pytest.fixture(scope="module", params=TARGETS)
-def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
-    name: str = request.param
-    started = start_target(name, tmp_path_factory.mktemp(name))
-    try:
-        yield started
-    finally:
-        started.stop()
-
-
-@pytest.fixture(scope="module")
-def home(target: Target, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Client home per target: broadcasting consumers keep their offsets in ~/.rocketmq_offsets."""
-    return tmp_path_factory.mktemp(f"clients-{target.name}")
-
-
-def short(line: str) -> str:
-    return line.replace(".", "")
-
-
-def produce(target: Target, home: Path, line: str, *, refused: bool = False, **args: object) -> list[Event]:
-    """Run a producer; unless ``refused`` (the test wants send errors), every send must succeed."""
-    events = run_scenario(line, "produce", target.namesrv_addr, home, STEP_S, **args)  # type: ignore[arg-type]
-    if not refused:
-        assert not of(events, "send_error"), of(events, "send_error")[:3]
-    return events
-
-
-def consume(target: Target, home: Path, line: str, **args: object) -> list[Event]:
-    return run_scenario(line, "consume", target.namesrv_addr, home, STEP_S, **args)  # type: ignore[arg-type]
-
-
-def by_id(events: list[Event]) -> dict[str, Event]:
-    return {e["msgId"]: e for e in events}
 
 
 @pytest.mark.parametrize("line", CLIENT_LINES)
@@ -266,7 +231,8 @@ def test_delay_level_two_arrives_no_earlier_than_five_seconds(target: Target, ho
 
 @pytest.mark.parametrize("line", CLIENT_LINES)
 def test_lite_pull_assign_and_seek(target: Target, home: Path, line: str) -> None:
-    """Scenario 9 (assign + seek; subscribe and DefaultMQPullConsumer are in test_scenario_*)."""
+    """Scenario 9 (assign + seek; subscribe and DefaultMQPullConsumer are in
+    test_tags_pull_batch_compat.py)."""
     topic = f"Seek{short(line)}"
     sent = of(produce(target, home, line, topic=topic, count=40), "sent")
     events = run_scenario(

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Resolves the real RocketMQ Java clients (4.9.8 and 5.3.3) from Maven Central into
-# compat_tests/java/target/lib-<version>/, compiles the capture scenario against each, and resolves
+# compat_tests/java/target/lib-<version>/, compiles every src/rmqcompat/*.java (the scenario runner,
+# one class per command, and the capture program) against each into target/classes-<version>/, and resolves
 # the reference Apache RocketMQ 5.3.3 broker, namesrv and tools into compat_tests/java/reference/target/lib/.
-# Idempotent: skipped when the sources and pom did not change since the last run.
+# Idempotent: skipped when the sources and poms did not change since the last run (the stamp hashes
+# both poms and every src/rmqcompat/*.java). See compat_tests/java/README.md.
 set -euo pipefail
 cd "$(dirname "$0")/../compat_tests/java"
 stamp_value=$(cat pom.xml reference/pom.xml src/rmqcompat/*.java | sha1sum | cut -c1-12)
@@ -11,8 +13,11 @@ if [ -f target/.stamp ] && [ "$(cat target/.stamp)" = "$stamp_value" ]; then
 fi
 for v in 4.9.8 5.3.3; do
   mvn -q -B dependency:copy-dependencies -Dclient.version="$v" -DoutputDirectory="target/lib-$v"
-  mkdir -p "target/classes-$v"
-  javac -nowarn -d "target/classes-$v" -cp "target/lib-$v/*" src/rmqcompat/*.java
+  # a fresh directory, swapped in at the end: no class of a removed source lingers, and a JVM
+  # starting meanwhile sees the old or the new classes, never half of them
+  rm -rf "target/classes-$v.new" && mkdir -p "target/classes-$v.new"
+  javac -nowarn -d "target/classes-$v.new" -cp "target/lib-$v/*" src/rmqcompat/*.java
+  rm -rf "target/classes-$v" && mv "target/classes-$v.new" "target/classes-$v"
 done
 (cd reference && mvn -q -B dependency:copy-dependencies -DoutputDirectory=target/lib)
 mkdir -p target && echo "$stamp_value" > target/.stamp

@@ -1,77 +1,64 @@
-"""The scenario runner (``compat_tests/scenario.py`` + ``rmqcompat.Scenario``) against the real
-Apache RocketMQ 5.3.3 NameServer and Broker, with both real client lines.
+"""Tag filters, batch sends and the pull-style consumers: the unmodified Java clients of both lines
+against our broker AND against the real Apache RocketMQ 5.3.3 broker, with identical assertions.
 
-This proves the runner itself: what it reports for the real broker is what the same scenarios
-must report for ours. One reference NameServer + Broker serve the whole module; every client line
+Per target and client line, COUNT messages are sent once (tags round-robin over TagA/TagB/TagC,
+keys, user properties with a Chinese value) to ``Tags<line>``; then a push consumer subscribed to
+``TagA || TagB``, a ``DefaultLitePullConsumer`` (subscribe) and a ``DefaultMQPullConsumer``
+(``TagC``, every queue from offset 0) must see exactly what was stored, at the positions the
+SendResults named. The batch scenario sends one batch of 10 and consumes it.
+
+Each target (the ``target`` fixture of ``conftest.py``) serves the whole module; every client line
 uses its own topics and groups.
 """
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from compat_tests.reference import REFERENCE_LIB
+from compat_tests.helpers import STEP_S, consume, produce, short
 from compat_tests.scenario import CLIENT_LINES, Event, done, of, run_scenario
-from compat_tests.targets import ReferenceTarget
+from compat_tests.targets import Target
 
 pytestmark = pytest.mark.compat
 
 COUNT = 200
 TAGS = ("TagA", "TagB", "TagC")
 PROPS = {"color": "蓝", "n": "1"}
-STEP_TIMEOUT_S = 60.0
+AUTO_CREATED_QUEUES = {0, 1, 2, 3}  # DefaultMQProducer.defaultTopicQueueNums (4): the send creates them
+
+Produced = Callable[[str], list[Event]]
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceTarget]:
-    if shutil.which("java") is None or not REFERENCE_LIB.is_dir():
-        pytest.fail("java or the reference jars are missing: run scripts/setup-java.sh")
-    target = ReferenceTarget(tmp_path_factory.mktemp("reference"))
-    try:
-        yield target
-    finally:
-        target.stop()
+def produced(target: Target, home: Path) -> Produced:
+    """``produced(line)``: the ``sent`` events of COUNT sync sends to ``Tags<line>`` on this
+    target, made on first use per client line."""
+    cache: dict[str, list[Event]] = {}
 
+    def sent(line: str) -> list[Event]:
+        if line not in cache:
+            events = produce(
+                target,
+                home,
+                line,
+                topic=f"Tags{short(line)}",
+                count=COUNT,
+                mode="sync",
+                tags=",".join(TAGS),
+                keys_prefix="key-",
+                props=",".join(f"{k}:{v}" for k, v in PROPS.items()),
+                group=f"producer{short(line)}",
+            )
+            assert done(events) == {"event": "done", "sent": COUNT, "errors": 0, "complete": True}, of(
+                events, "send_error"
+            )[:3]
+            cache[line] = of(events, "sent")
+        return cache[line]
 
-@pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("clients")
-
-
-def short(line: str) -> str:
-    return line.replace(".", "")
-
-
-_produced: dict[str, list[Event]] = {}
-
-
-def produced(reference: ReferenceTarget, home: Path, line: str) -> list[Event]:
-    """The ``sent`` events of COUNT sync sends (tags round-robin, keys, user properties) on
-    ``Tags<line>``, produced once per client line."""
-    if line not in _produced:
-        events = run_scenario(
-            line,
-            "produce",
-            reference.namesrv_addr,
-            home,
-            STEP_TIMEOUT_S,
-            topic=f"Tags{short(line)}",
-            count=COUNT,
-            mode="sync",
-            tags=",".join(TAGS),
-            keys_prefix="key-",
-            props=",".join(f"{k}:{v}" for k, v in PROPS.items()),
-            group=f"producer{short(line)}",
-        )
-        assert done(events) == {"event": "done", "sent": COUNT, "errors": 0, "complete": True}, of(
-            events, "send_error"
-        )[:3]
-        _produced[line] = of(events, "sent")
-    return _produced[line]
+    return sent
 
 
 def assert_same_messages(received: list[Event], sent: list[Event], topic: str) -> None:
@@ -89,8 +76,8 @@ def assert_same_messages(received: list[Event], sent: list[Event], topic: str) -
 
 
 @pytest.mark.parametrize("line", CLIENT_LINES)
-def test_sync_send_reports_every_message(reference: ReferenceTarget, home: Path, line: str) -> None:
-    sent = produced(reference, home, line)
+def test_sync_send_reports_every_message(produced: Produced, line: str) -> None:
+    sent = produced(line)
     assert sorted(e["i"] for e in sent) == list(range(COUNT))
     assert {e["status"] for e in sent} == {"SEND_OK"}
     assert len({e["msgId"] for e in sent}) == COUNT
@@ -100,7 +87,7 @@ def test_sync_send_reports_every_message(reference: ReferenceTarget, home: Path,
     positions = {(e["queueId"], e["queueOffset"]) for e in sent}
     assert len(positions) == COUNT
     queues = {e["queueId"] for e in sent}
-    assert queues == {0, 1, 2, 3}  # the auto-created topic has 4 queues; sends round-robin
+    assert queues == AUTO_CREATED_QUEUES  # sends round-robin over the auto-created topic's queues
     for q in queues:  # each queue's offsets are 0..n-1
         offsets = sorted(e["queueOffset"] for e in sent if e["queueId"] == q)
         assert offsets == list(range(len(offsets)))
@@ -108,17 +95,15 @@ def test_sync_send_reports_every_message(reference: ReferenceTarget, home: Path,
 
 @pytest.mark.parametrize("line", CLIENT_LINES)
 def test_push_consumer_gets_exactly_the_subscribed_tags(
-    reference: ReferenceTarget, home: Path, line: str
+    target: Target, home: Path, produced: Produced, line: str
 ) -> None:
-    sent = produced(reference, home, line)
+    sent = produced(line)
     wanted = [e for e in sent if e["tags"] in ("TagA", "TagB")]
     by_offset = {e["offsetMsgId"]: e for e in sent}
-    events = run_scenario(
-        line,
-        "consume",
-        reference.namesrv_addr,
+    events = consume(
+        target,
         home,
-        STEP_TIMEOUT_S,
+        line,
         group=f"tagConsumer{short(line)}",
         topic=f"Tags{short(line)}",
         subscription="TagA || TagB",
@@ -136,14 +121,16 @@ def test_push_consumer_gets_exactly_the_subscribed_tags(
 
 
 @pytest.mark.parametrize("line", CLIENT_LINES)
-def test_lite_pull_subscribe_gets_everything(reference: ReferenceTarget, home: Path, line: str) -> None:
-    sent = produced(reference, home, line)
+def test_lite_pull_subscribe_gets_everything(
+    target: Target, home: Path, produced: Produced, line: str
+) -> None:
+    sent = produced(line)
     events = run_scenario(
         line,
         "litepull",
-        reference.namesrv_addr,
+        target.namesrv_addr,
         home,
-        STEP_TIMEOUT_S,
+        STEP_S,
         group=f"litePull{short(line)}",
         topic=f"Tags{short(line)}",
         mode="subscribe",
@@ -156,14 +143,16 @@ def test_lite_pull_subscribe_gets_everything(reference: ReferenceTarget, home: P
 
 
 @pytest.mark.parametrize("line", CLIENT_LINES)
-def test_pull_consumer_reads_every_queue_from_zero(reference: ReferenceTarget, home: Path, line: str) -> None:
-    sent = produced(reference, home, line)
+def test_pull_consumer_reads_every_queue_from_zero(
+    target: Target, home: Path, produced: Produced, line: str
+) -> None:
+    sent = produced(line)
     events = run_scenario(
         line,
         "pull",
-        reference.namesrv_addr,
+        target.namesrv_addr,
         home,
-        STEP_TIMEOUT_S,
+        STEP_S,
         group=f"pull{short(line)}",
         topic=f"Tags{short(line)}",
         subscription="TagC",
@@ -177,14 +166,12 @@ def test_pull_consumer_reads_every_queue_from_zero(reference: ReferenceTarget, h
 
 
 @pytest.mark.parametrize("line", CLIENT_LINES)
-def test_batch_send_is_received(reference: ReferenceTarget, home: Path, line: str) -> None:
+def test_batch_send_is_received(target: Target, home: Path, line: str) -> None:
     topic = f"Batch{short(line)}"
-    events = run_scenario(
-        line,
-        "produce",
-        reference.namesrv_addr,
+    events = produce(
+        target,
         home,
-        STEP_TIMEOUT_S,
+        line,
         topic=topic,
         count=10,
         batch=10,
@@ -198,16 +185,7 @@ def test_batch_send_is_received(reference: ReferenceTarget, home: Path, line: st
     assert len({e["queueId"] for e in sent}) == 1  # one batch, one queue, consecutive offsets
     assert [e["queueOffset"] for e in sorted(sent, key=lambda e: e["i"])] == list(range(10))
 
-    events = run_scenario(
-        line,
-        "consume",
-        reference.namesrv_addr,
-        home,
-        STEP_TIMEOUT_S,
-        group=f"batchConsumer{short(line)}",
-        topic=topic,
-        expect=10,
-    )
+    events = consume(target, home, line, group=f"batchConsumer{short(line)}", topic=topic, expect=10)
     received = of(events, "received")
     assert sorted(r["offsetMsgId"] for r in received) == sorted(e["offsetMsgId"] for e in sent)
     assert all(r["props"] == {"kind": "batch"} for r in received)

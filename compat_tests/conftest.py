@@ -1,0 +1,34 @@
+"""Fixtures of the compatibility suites: one target per module and target name (ours, then the
+real Apache RocketMQ 5.3.3 broker), and a client home per target."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from compat_tests.helpers import TARGETS
+from compat_tests.reference import REFERENCE_LIB
+from compat_tests.targets import Target, start_target
+
+
+@pytest.fixture(scope="module", params=TARGETS)
+def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+    """A running target serving the whole module; a missing Java or reference jar fails the test
+    (the clients are Java too, so even the gateway target needs them)."""
+    if shutil.which("java") is None or not REFERENCE_LIB.is_dir():
+        pytest.fail("java or the reference jars are missing: run scripts/setup-java.sh")
+    name: str = request.param
+    started = start_target(name, tmp_path_factory.mktemp(name))
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+@pytest.fixture(scope="module")
+def home(target: Target, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Client home per target: broadcasting consumers keep their offsets in ~/.rocketmq_offsets."""
+    return tmp_path_factory.mktemp(f"clients-{target.name}")
