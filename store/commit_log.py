@@ -17,12 +17,13 @@ first four bytes (TOTALSIZE) last, so a record whose copy was interrupted has TO
 stale value of a rejected old record, which recovery also clears) and is never mistaken for a
 whole one. A blank marker is written magic first, size last, before the next file is touched.
 
-Recovery (``recoverNormally`` / ``recoverAbnormally``) trusts nothing past its start file: it scans
-record by record and stops at the first entry that is not a whole, consistent record: bad magic,
-TOTALSIZE that disagrees with the field lengths or overruns the file, PHYSICALOFFSET that is not
-its own offset, or (``checkCRCOnRecover``) a BODYCRC mismatch. That position becomes the end of
-the log: later files are deleted and the torn bytes are zeroed. What the start file is, and what
-gets re-dispatched, is decided by :mod:`store.message_store`.
+Recovery (``recoverNormally`` / ``recoverAbnormally``) scans record by record from where it can no
+longer trust the consume queues and checkpoint (:mod:`store.recovery` decides where) and checks each
+entry: magic, TOTALSIZE against the field lengths and the file, PHYSICALOFFSET equal to its own
+offset and (``checkCRCOnRecover``) the BODYCRC. Zeros or a torn record end the data: later files
+are deleted and the torn bytes are zeroed. A damaged record followed by sound ones is not a tail:
+:meth:`CommitLog.scan` finds the next sound record and reports the damaged range, so one flipped
+byte costs one record, not every record after it.
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ _LONG = struct.Struct(">q")
 _SIZE_MAGIC = struct.Struct(">iI")  # TOTALSIZE, MAGICCODE
 STORE_TIMESTAMP_POS_V4 = 56  # born host IPv4; +12 with an IPv6 born host
 _ZERO_WINDOW = 64 * 1024  # bytes cleared after a truncation point at least
+_MAGIC_BYTES = tuple(
+    struct.pack(">I", m) for m in (MESSAGE_MAGIC_CODE_V1, MESSAGE_MAGIC_CODE_V2, BLANK_MAGIC_CODE)
+)
 
 RecordVisitor = Callable[[int, int, MessageRecord], None]  # (offset, size, record)
 
@@ -203,37 +207,108 @@ class CommitLog:
         return int(size), record
 
     def scan(
-        self, start_index: int, visit: RecordVisitor, check_crc: bool = True, limit_offset: int | None = None
+        self,
+        start_offset: int,
+        visit: RecordVisitor,
+        check_crc: bool = True,
+        on_damage: Callable[[int, int], None] | None = None,
     ) -> int:
-        """Walk records from the start of file ``start_index``; call ``visit`` for each whole one.
+        """Walk the records from global ``start_offset`` (a record boundary); call ``visit`` for each
+        whole one. Returns the end of the last whole record (the recovered max offset).
 
-        Returns the global offset of the end of the last whole record (the recovered max offset).
+        The walk ends at zeros (the end of the data) and at a torn record (TOTALSIZE still 0, written
+        last). At anything else that is not a whole record (bad magic or length, BODYCRC mismatch,
+        wrong PHYSICALOFFSET) it looks for the next whole record whose store time is not older than
+        the last good one (:meth:`_resync`): if there is one, the bytes in between are damaged, not a
+        tail, ``on_damage(start, end)`` is told and the walk goes on; if not, that is the end.
         """
         files = self.queue.files
-        if not files:
-            return 0
-        index = start_index
-        mf = files[index]
-        pos = 0
+        mf = self.queue.find(start_offset)
+        if mf is None:
+            return start_offset if files and start_offset >= files[-1].file_end_offset else 0
+        index = files.index(mf)
+        pos = start_offset - mf.file_from_offset
+        last_timestamp = 0
         while True:
-            limit = (
-                mf.file_size
-                if limit_offset is None
-                else min(mf.file_size, limit_offset - mf.file_from_offset)
-            )
-            size, record = self.check_record(mf, pos, limit, check_crc)
+            size, record = self.check_record(mf, pos, mf.file_size, check_crc)
             if size > 0 and record is not None:
                 visit(mf.file_from_offset + pos, size, record)
+                last_timestamp = record.store_timestamp
                 pos += size
-            elif size == 0 and index + 1 < len(files):
+                continue
+            if size == 0 and index + 1 < len(files):  # a blank marker: the next file
                 index += 1
                 mf = files[index]
                 pos = 0
-            else:
-                return mf.file_from_offset + pos
+                continue
+            here = mf.file_from_offset + pos
+            if size == 0 or self._is_end_of_data(mf, pos):
+                return here
+            resume = self._resync(index, pos, check_crc, last_timestamp)
+            if resume is None:
+                return here
+            if on_damage is not None:
+                on_damage(here, resume)
+            found = self.queue.find(resume)
+            assert found is not None
+            mf = found
+            index = files.index(mf)
+            pos = resume - mf.file_from_offset
 
-    def truncate(self, end_offset: int) -> None:
-        """Make ``end_offset`` the end of the log: delete later files, zero the torn bytes after it."""
+    @staticmethod
+    def _is_end_of_data(mf: MappedFile, pos: int) -> bool:
+        """Zeros (never written) or a torn record (its TOTALSIZE, written last, still 0)."""
+        if mf.file_size - pos < BLANK_MARKER_SIZE:
+            return True
+        size, _magic = _SIZE_MAGIC.unpack_from(mf.mm, pos)
+        return bool(size == 0)
+
+    def _resync(self, index: int, pos: int, check_crc: bool, not_before: int) -> int | None:
+        """The global offset of the next whole record after ``pos`` of file ``index`` (or of the next
+        file after a blank marker) stored at ``not_before`` or later, or ``None``. The time bound keeps
+        records of an older, truncated run (which sit at the same offsets) from coming back."""
+        files = self.queue.files
+        mf = files[index]
+        mm = mf.mm
+        start = pos + 1
+        while True:
+            hits = [mm.find(magic, start + 4) for magic in _MAGIC_BYTES]
+            hits = [h - 4 for h in hits if h >= 0]
+            if not hits:
+                break
+            q = min(hits)
+            size, magic = _SIZE_MAGIC.unpack_from(mm, q)
+            if magic == BLANK_MAGIC_CODE:
+                if size == mf.file_size - q:
+                    break  # the file ends here: look at the next one
+            else:
+                size, record = self.check_record(mf, q, mf.file_size, check_crc)
+                if size > 0 and record is not None and record.store_timestamp >= not_before:
+                    return mf.file_from_offset + q
+            start = q + 1
+        for later in files[index + 1 :]:
+            size, record = self.check_record(later, 0, later.file_size, check_crc)
+            if size > 0 and record is not None and record.store_timestamp >= not_before:
+                return later.file_from_offset
+        return None
+
+    def read_range(self, start: int, end: int) -> bytes:
+        """The bytes of the files present between global offsets ``start`` and ``end``."""
+        out = bytearray()
+        offset = start
+        while offset < end:
+            mf = self.queue.find(offset)
+            if mf is None:
+                break
+            stop = min(end, mf.file_end_offset)
+            out += mf.mm[offset - mf.file_from_offset : stop - mf.file_from_offset]
+            offset = stop
+        return bytes(out)
+
+    def truncate(self, end_offset: int) -> bytes:
+        """Make ``end_offset`` the end of the log: delete later files, zero the torn bytes after it.
+        Returns the bytes it zeroed (all zeros when nothing was torn)."""
+        cut = b""
         mf = self.queue.find(end_offset)
         if mf is not None:
             pos = end_offset - mf.file_from_offset
@@ -242,8 +317,10 @@ class CommitLog:
                 (declared,) = _INT.unpack_from(mf.mm, pos)
                 if 0 < declared <= mf.file_size - pos:
                     window = max(window, declared)
+            cut = mf.read(pos, min(window, mf.file_size - pos))
             mf.zero(pos, window)
         self.queue.truncate_dirty(end_offset)
+        return cut
 
     def iter_records(self, from_offset: int | None = None) -> Iterator[tuple[int, MessageRecord]]:
         """Every whole record from ``from_offset`` (default: the first file) to the end, in order."""
@@ -251,15 +328,12 @@ class CommitLog:
         files = self.queue.files
         if not files:
             return iter(out)
-        start = self.queue.find(from_offset) if from_offset is not None else files[0]
-        if start is None:
-            return iter(out)
-        index = files.index(start)
+        start = files[0].file_from_offset if from_offset is None else from_offset
         end = self.max_offset
 
         def visit(offset: int, size: int, record: MessageRecord) -> None:
-            if from_offset is None or offset >= from_offset:
+            if offset < end:
                 out.append((offset, record))
 
-        self.scan(index, visit, check_crc=False, limit_offset=None)
-        return iter([item for item in out if item[0] < end])
+        self.scan(start, visit, check_crc=False)
+        return iter(out)

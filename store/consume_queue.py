@@ -31,6 +31,8 @@ from store.mapped_file_queue import MappedFileQueue
 
 UNIT = struct.Struct(">qiq")  # commit-log offset, size, tags code
 _BLANK_UNIT = UNIT.pack(0, 0x7FFFFFFF, 0)
+_ZERO_UNIT = bytes(CQ_STORE_UNIT_SIZE)
+MAX_GAP_UNITS = 1_000_000  # missing units filled with placeholders at most; a larger gap is refused
 
 
 class ConsumeQueue:
@@ -53,12 +55,16 @@ class ConsumeQueue:
     def load(self) -> None:
         self.queue.load()
 
-    def recover(self) -> None:
+    def recover(self) -> bool:
+        """Find the end of the units (``ConsumeQueue.recover``); returns ``False`` when the queue
+        looks damaged rather than torn: a file that is not the last one ends early, or files that
+        hold no unit at all (a zeroed file). The owner then rebuilds it from the commit log."""
         files = self.queue.files
         if not files:
-            return
+            return True
         index = max(0, len(files) - 3)
         end = files[index].file_from_offset
+        sound = True
         done = False
         while index < len(files) and not done:
             mf = files[index]
@@ -71,12 +77,17 @@ class ConsumeQueue:
                 else:
                     done = True
                     break
+            if done and index + 1 < len(files) and files[index + 1].mm[:CQ_STORE_UNIT_SIZE] != _ZERO_UNIT:
+                sound = False  # a gap before a later file that holds units
             end = mf.file_from_offset + pos
             index += 1
+        if end == files[0].file_from_offset:
+            sound = False  # files exist but hold no unit: created at a dispatch, so something was there
         self.queue.truncate_dirty(end)
         first = self.queue.first
         self.min_logic_offset = first.file_from_offset if first else 0
         self._skip_placeholders()
+        return sound
 
     def _skip_placeholders(self) -> None:
         first = self.queue.first
@@ -127,6 +138,13 @@ class ConsumeQueue:
             while mf.file_from_offset + mf.wrote_position < expect:
                 mf.append(_BLANK_UNIT)
             current = expect
+        if current < expect <= current + MAX_GAP_UNITS * CQ_STORE_UNIT_SIZE:
+            # Units missing in the middle: records lost to damage (recovery skipped them). Their
+            # offsets stay taken, as placeholders, so the later records keep theirs.
+            while current < expect:
+                self.queue.last_for_write(current).append(_BLANK_UNIT)
+                current += CQ_STORE_UNIT_SIZE
+            mf = self.queue.last_for_write(expect)
         if expect != current:
             return False
         UNIT.pack_into(mf.mm, mf.wrote_position, commit_log_offset, size, tags_code)
@@ -207,18 +225,47 @@ class ConsumeQueue:
         self.max_physic_offset = new_max
         self.min_logic_offset = min(self.min_logic_offset, self.queue.max_offset)
 
+    def blank_units_in(self, start: int, end: int) -> int:
+        """Overwrite units whose record starts in ``[start, end)`` with placeholders; returns how many."""
+        lo = self._first_unit_at_or_after(start)
+        count = 0
+        while lo < self.max_offset:
+            unit = self.get(lo)
+            if unit is None or (unit[1] != 0x7FFFFFFF and unit[0] >= end):
+                break
+            if unit[1] != 0x7FFFFFFF:
+                pos = lo * CQ_STORE_UNIT_SIZE
+                mf = self.queue.find(pos)
+                assert mf is not None
+                mf.mm[pos - mf.file_from_offset : pos - mf.file_from_offset + CQ_STORE_UNIT_SIZE] = (
+                    _BLANK_UNIT
+                )
+                count += 1
+            lo += 1
+        return count
+
     def correct_min_offset(self, min_commit_log_offset: int) -> None:
         """Move the min offset to the first unit whose record is still in the commit log."""
-        lo = self.min_offset
-        hi = self.max_offset
-        while lo < hi:  # units are in commit-log order: binary search the first one still present
+        lo = self._first_unit_at_or_after(min_commit_log_offset)
+        self.min_logic_offset = max(self.min_logic_offset, lo * CQ_STORE_UNIT_SIZE)
+
+    def _first_unit_at_or_after(self, phy_offset: int) -> int:
+        """The first queue offset whose record starts at or after ``phy_offset`` (the max offset if
+        none). Units are in commit-log order, so this is a binary search; a placeholder compares as
+        the next real unit after it."""
+        lo, hi = self.min_offset, self.max_offset
+        while lo < hi:
             mid = (lo + hi) // 2
-            unit = self.get(mid)
-            if unit is None or unit[1] == 0x7FFFFFFF or unit[0] < min_commit_log_offset:
-                lo = mid + 1
+            probe = mid
+            unit = self.get(probe)
+            while unit is not None and unit[1] == 0x7FFFFFFF and probe + 1 < hi:
+                probe += 1
+                unit = self.get(probe)
+            if unit is None or unit[1] == 0x7FFFFFFF or unit[0] < phy_offset:
+                lo = probe + 1
             else:
                 hi = mid
-        self.min_logic_offset = max(self.min_logic_offset, lo * CQ_STORE_UNIT_SIZE)
+        return lo
 
     def delete_expired_files(self, min_commit_log_offset: int) -> int:
         """Delete leading files whose last unit points below ``min_commit_log_offset``; keep the last."""

@@ -7,6 +7,7 @@ Loading maps every queue found on disk; queues are created on first dispatch.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 
 from store.consume_queue import ConsumeQueue
@@ -32,9 +33,23 @@ class ConsumeQueueStore:
                 cq.load()
                 self.queues[(topic, int(name))] = cq
 
-    def recover(self) -> None:
-        for cq in self.queues.values():
-            cq.recover()
+    def recover(self) -> list[ConsumeQueue]:
+        """Recover every queue; returns those that look damaged (see :meth:`ConsumeQueue.recover`)."""
+        return [cq for cq in self.queues.values() if not cq.recover()]
+
+    def remove(self, cq: ConsumeQueue, keep_in: str) -> str:
+        """Forget ``cq`` and move its directory into ``keep_in`` (nothing is deleted); returns where."""
+        cq.close()
+        del self.queues[(cq.topic, cq.queue_id)]
+        target = os.path.join(keep_in, f"consumequeue-{cq.topic}-{cq.queue_id}-{time.time_ns()}")
+        os.makedirs(keep_in, exist_ok=True)
+        os.replace(os.path.join(self.root, cq.topic, str(cq.queue_id)), target)
+        return target
+
+    def blank_units_in(self, start: int, end: int) -> int:
+        """Turn every unit pointing into commit-log range ``[start, end)`` into a placeholder, which
+        readers skip (a damaged record keeps its queue offset, so later ones keep theirs)."""
+        return sum(cq.blank_units_in(start, end) for cq in self.queues.values())
 
     def __iter__(self) -> Iterator[ConsumeQueue]:
         return iter(list(self.queues.values()))

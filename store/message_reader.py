@@ -248,10 +248,13 @@ class MessageReader:
     # -- consume-queue units ---------------------------------------------------------------------
 
     def get_queue_unit(self, topic: str, queue_id: int, queue_offset: int) -> CqUnit | None:
-        """The consume-queue unit at ``queue_offset``, or ``None`` (no such queue or unit)."""
+        """The consume-queue unit at ``queue_offset``, or ``None`` (no such queue or unit, or a
+        placeholder)."""
         cq = self.queues.find(topic, queue_id)
         unit = cq.get(queue_offset) if cq is not None else None
-        return CqUnit(queue_offset, *unit) if unit is not None else None
+        if unit is None or unit[1] == _PLACEHOLDER_SIZE:
+            return None
+        return CqUnit(queue_offset, *unit)
 
     def iter_queue_units(self, topic: str, queue_id: int, from_offset: int) -> Iterator[CqUnit]:
         """The units from ``from_offset`` (or the queue's min offset, if later) to its end, skipping

@@ -11,18 +11,25 @@ delayOffset.json          ``{"offsetTable":{level:offset}, "dataVersion":{…}}`
 
 Reading accepts standard JSON and what fastjson writes by default (unquoted integer keys such as
 ``{0:12}``, :func:`codec.fastjson.loads`), and falls back to ``<name>.bak`` when the file is
-missing, empty or unparsable, as ``ConfigManager.load`` does. Writing is pretty-printed like
-fastjson (a newline and one tab per level, no space after ``:``, integer keys quoted, which
-fastjson reads back as integers) and atomic: the previous content is first copied to
-``<name>.bak`` (write a temp file, fsync, rename), then the new content goes to a temp file that is
-fsynced and renamed over ``<name>``, and the directory is fsynced. A crash at any point leaves
-either the old or the new file, and a ``.bak`` no older than the previous version.
+missing, empty, unparsable or refused by the caller's ``validate``, as ``ConfigManager.load``
+does, with a WARNING naming the file and why. Writing is pretty-printed like fastjson (a newline
+and one tab per level, no space after ``:``, integer keys quoted, which fastjson reads back as
+integers) and atomic: the previous content is first copied to ``<name>.bak``, then the new content
+goes to a temp file that is fsynced and renamed over ``<name>``, and the directory is fsynced
+(:func:`write_atomically`). Each temp file has a unique name (``tempfile.mkstemp`` in the same
+directory), so two processes or two gateways in one process persisting the same file at once
+never write into each other's temp file; the last rename wins and both leave a whole file. A
+crash at any point leaves either the old or the new file, and a ``.bak`` no older than the
+previous version.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from codec.errors import BodyError
@@ -35,6 +42,8 @@ CONSUMER_OFFSET_JSON = "consumerOffset.json"
 SUBSCRIPTION_GROUP_JSON = "subscriptionGroup.json"
 DELAY_OFFSET_JSON = "delayOffset.json"
 BAK_SUFFIX = ".bak"
+
+logger = logging.getLogger(__name__)
 
 
 def _read_text(path: str) -> str | None:
@@ -49,10 +58,13 @@ def _read_text(path: str) -> str | None:
     return text if text.strip() else None
 
 
-def load_json_file(path: str) -> Any | None:
+def load_json_file(path: str, validate: Callable[[Any], object] | None = None) -> Any | None:
     """The parsed document at ``path`` (or its ``.bak``); ``None`` when neither has content.
 
-    Raises :class:`StoreCorruptionError` when content exists but neither file parses.
+    ``validate(doc)`` may raise ``ValueError`` / ``TypeError`` / ``BodyError`` /
+    ``StoreCorruptionError`` to refuse a document that parses but is not sound; the ``.bak`` is
+    then tried. Falling back is logged at WARNING. Raises :class:`StoreCorruptionError` when
+    content exists but neither file is usable.
     """
     errors: list[str] = []
     for candidate in (path, path + BAK_SUFFIX):
@@ -62,12 +74,20 @@ def load_json_file(path: str) -> Any | None:
             errors.append(f"{candidate}: not UTF-8 ({err})")
             continue
         if text is None:
+            if candidate == path:
+                errors.append(f"{candidate}: missing or empty")
             continue
         try:
-            return loads(text)
-        except BodyError as err:
+            doc = loads(text)
+            if validate is not None:
+                validate(doc)
+        except (BodyError, StoreCorruptionError, ValueError, TypeError) as err:
             errors.append(f"{candidate}: {err}")
-    if errors:
+            continue
+        if candidate != path:
+            logger.warning("%s unusable (%s): loaded %s instead", path, errors[0], candidate)
+        return doc
+    if len(errors) > 1 or not errors[0].endswith("missing or empty"):
         raise StoreCorruptionError("; ".join(errors))
     return None
 
@@ -133,16 +153,22 @@ def _pretty(obj: Any, depth: int, parts: list[str]) -> None:
 
 
 def _write_atomically(path: str, data: bytes) -> None:
-    tmp = f"{path}.tmp.{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    directory, name = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory or ".")
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            os.fchmod(fd, 0o644)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _fsync_dir(directory: str) -> None:
@@ -158,7 +184,15 @@ def persist_json_file(path: str, obj: Any) -> None:
 
     Raises :class:`StoreIOError` (:class:`DiskFullError` for ENOSPC); the old file is then intact.
     """
-    data = pretty_json(obj).encode("utf-8")
+    write_atomically(path, pretty_json(obj).encode("utf-8"))
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically, the previous content kept in ``<path>.bak``.
+
+    Used for every small persisted file (the broker's ``config/*.json``, the NameServer's
+    ``kvConfig.json``). Raises :class:`StoreIOError` (:class:`DiskFullError` for ENOSPC).
+    """
     directory = os.path.dirname(path) or "."
     try:
         os.makedirs(directory, exist_ok=True)
@@ -167,7 +201,7 @@ def persist_json_file(path: str, obj: Any) -> None:
                 previous = f.read()
         except FileNotFoundError:
             previous = b""
-        if previous.strip():
+        if previous.strip() and previous != data:
             _write_atomically(path + BAK_SUFFIX, previous)
         _write_atomically(path, data)
         _fsync_dir(directory)
@@ -184,8 +218,8 @@ class ConfigFiles:
     def path(self, name: str) -> str:
         return os.path.join(self.config_dir, name)
 
-    def load(self, name: str) -> Any | None:
-        return load_json_file(self.path(name))
+    def load(self, name: str, validate: Callable[[Any], object] | None = None) -> Any | None:
+        return load_json_file(self.path(name), validate)
 
     def persist(self, name: str, obj: Any) -> None:
         persist_json_file(self.path(name), obj)
