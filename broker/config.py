@@ -45,7 +45,8 @@ class BrokerConfig:
     long_polling_enable: bool = True
     short_polling_time_mills: int = 1000
     notify_consumer_ids_changed_enable: bool = True
-    enable_property_filter: bool = False
+    enable_property_filter: bool = False  # SQL92 subscriptions accepted (broker/filter/)
+    filter_support_retry: bool = False  # SQL92 on a retry topic: judged by the original topic's filter
     lite_pull_message_enable: bool = True
     register_name_server_period: int = 30000  # ms, clamped to 10 s .. 60 s as Java does
     register_broker_timeout_mills: int = 24000
