@@ -12,23 +12,32 @@ This module keeps only the bookkeeping and never waits itself: the store's arriv
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 
+from broker.filter import ExpressionMessageFilter
+from broker.filter.pull_filter import PullFilter
 from store.dispatch import DispatchRequest
 
 
 class HeldPull:
     __slots__ = ("offset", "tags_codes", "wake", "woken")
 
-    def __init__(self, offset: int, tags_codes: Collection[int] | None, wake: Callable[[], None]) -> None:
+    def __init__(self, offset: int, tags_codes: PullFilter, wake: Callable[[], None]) -> None:
         self.offset = offset
-        self.tags_codes = tags_codes  # None: every message matches
+        self.tags_codes = tags_codes  # None: every message matches; or a SQL92 filter
         self.wake = wake
         self.woken = False
 
-    def matches(self, max_offset: int, tags_code: int) -> bool:
+    def matches(self, max_offset: int, tags_code: int, properties: dict[str, str] | None = None) -> bool:
         if max_offset <= self.offset:
             return False
+        if isinstance(self.tags_codes, ExpressionMessageFilter):
+            # SQL92 (PullRequestHoldService.notifyMessageArriving): wake only for a message whose
+            # properties match; a pull woken for nothing would just be held again.
+            flt = self.tags_codes
+            return flt.is_matched_by_consume_queue(tags_code) and (
+                properties is None or flt.is_matched_by_commit_log(properties)
+            )
         return self.tags_codes is None or tags_code in self.tags_codes
 
     def wake_once(self) -> None:
@@ -47,7 +56,7 @@ class PullHoldService:
         topic: str,
         queue_id: int,
         offset: int,
-        tags_codes: Collection[int] | None,
+        tags_codes: PullFilter,
         wake: Callable[[], None],
     ) -> HeldPull:
         """Park a pull of ``topic``/``queue_id`` waiting past ``offset``; ``wake`` is called once."""
@@ -63,14 +72,14 @@ class PullHoldService:
             if not parked:
                 del self._held[key]
 
-    def notify_message_arriving(self, req: DispatchRequest, _properties: dict[str, str]) -> None:
+    def notify_message_arriving(self, req: DispatchRequest, properties: dict[str, str]) -> None:
         """The store's arrival listener (``NotifyMessageArrivingListener``)."""
         parked = self._held.get((req.topic, req.queue_id))
         if not parked:
             return
         max_offset = req.queue_offset + 1
         for held in parked:
-            if not held.woken and held.matches(max_offset, req.tags_code):
+            if not held.woken and held.matches(max_offset, req.tags_code, properties):
                 held.wake_once()
                 self.woken += 1
 

@@ -7,8 +7,9 @@ from typing import Any
 
 from broker.client_manager import ClientChannel
 from broker.controller import BrokerController
+from broker.filter import FilterCompileError, compile_expression, is_tag_type
 from broker.topic_config_manager import retry_topic
-from codec.bodies.heartbeat import EXPRESSION_TAG, CheckClientRequestBody, HeartbeatData
+from codec.bodies.heartbeat import CheckClientRequestBody, HeartbeatData
 from codec.bodies.register import PERM_READ, PERM_WRITE
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
@@ -74,12 +75,22 @@ class ClientManageProcessor:
     ) -> RemotingCommand:
         body = CheckClientRequestBody.decode(request.body) if request.body else CheckClientRequestBody()
         sub = body.subscription_data
-        if sub is None or sub.expression_type in ("", EXPRESSION_TAG):
+        if sub is None or is_tag_type(sub.expression_type):
             return request.make_response(ResponseCode.SUCCESS)
         if not self.broker.config.enable_property_filter:
             return request.make_response(
                 ResponseCode.SYSTEM_ERROR,
                 f"The broker does not support consumer to filter message by {sub.expression_type}",
             )
-        # SQL92 filtering is not implemented yet; accept the subscription as the spec allows.
+        try:
+            compile_expression(sub.expression_type, sub.sub_string)
+        except FilterCompileError as err:
+            logger.warning(
+                "Client %s@%s filter message, but failed to compile expression! sub=%s, error=%s",
+                body.client_id,
+                body.group,
+                sub.sub_string,
+                err,
+            )
+            return request.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(err) or None)
         return request.make_response(ResponseCode.SUCCESS)

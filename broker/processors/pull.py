@@ -16,6 +16,8 @@ from collections.abc import Collection
 import trio
 
 from broker.controller import BrokerController
+from broker.filter import ConsumerFilterManager, is_tag_type
+from broker.filter.pull_filter import PullFilter, filter_from_header, filter_from_registered, get_message
 from broker.stats import broker_stats
 from codec.bodies.heartbeat import EXPRESSION_TAG, SUB_ALL, SubscriptionData
 from codec.bodies.register import PERM_READ
@@ -65,6 +67,7 @@ class PullMessageProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
         self.held_total = 0
+        self.filters = ConsumerFilterManager()  # SQL92: compiled once per subscription version
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(RequestCode.PULL_MESSAGE, self.pull, PullMessageRequestHeader)
@@ -95,7 +98,7 @@ class PullMessageProcessor:
 
     def _check(
         self, ctx: RequestContext, request: RemotingCommand, header: PullMessageRequestHeader
-    ) -> Collection[int] | None:
+    ) -> PullFilter:
         broker = self.broker
         config = broker.config
         if not config.broker_permission & PERM_READ:
@@ -143,15 +146,15 @@ class PullMessageProcessor:
             )
         if header.sys_flag & PullSysFlag.SUBSCRIPTION:
             expression_type = header.expression_type or EXPRESSION_TAG
-            if expression_type != EXPRESSION_TAG:
-                if not config.enable_property_filter:
-                    raise PullRejected(
-                        ResponseCode.SYSTEM_ERROR,
-                        f"The broker does not support consumer to filter message by {expression_type}",
-                    )
-                raise PullRejected(
-                    ResponseCode.SUBSCRIPTION_PARSE_FAILED,
-                    f"{expression_type} filtering is not supported by this broker",
+            if not is_tag_type(expression_type):  # SQL92 carried by the pull (broker/filter/)
+                return filter_from_header(
+                    config,
+                    self.filters,
+                    header.topic,
+                    header.consumer_group,
+                    header.subscription,
+                    expression_type,
+                    header.sub_version,
                 )
             sub = SubscriptionData.build(header.topic, header.subscription, header.sub_version)
             return tags_filter(sub)
@@ -178,19 +181,25 @@ class PullMessageProcessor:
                 ResponseCode.SUBSCRIPTION_NOT_LATEST,
                 f"the consumer's subscription not latest, group: {header.consumer_group}",
             )
-        if registered.expression_type not in ("", EXPRESSION_TAG):
-            raise PullRejected(
-                ResponseCode.SUBSCRIPTION_PARSE_FAILED,
-                f"{registered.expression_type} filtering is not supported by this broker",
+        if not is_tag_type(registered.expression_type):  # the heartbeat's SQL92 (broker/filter/)
+            return filter_from_registered(
+                config, self.filters, header.consumer_group, registered, header.sub_version
             )
         return tags_filter(registered)
 
-    def _get(self, header: PullMessageRequestHeader, tags_codes: Collection[int] | None) -> GetMessageResult:
+    def _get(self, header: PullMessageRequestHeader, tags_codes: PullFilter) -> GetMessageResult:
         max_bytes = (
             header.max_msg_bytes if header.max_msg_bytes and header.max_msg_bytes > 0 else MAX_PULL_BYTES
         )
-        return self.broker.store.get_message(
-            header.topic, header.queue_id, header.queue_offset, header.max_msg_nums, max_bytes, tags_codes
+        # Tag codes go to the store as before; a SQL92 filter reads through it and keeps matches.
+        return get_message(
+            self.broker.store,
+            header.topic,
+            header.queue_id,
+            header.queue_offset,
+            header.max_msg_nums,
+            max_bytes,
+            tags_codes,
         )
 
     @staticmethod
@@ -205,7 +214,7 @@ class PullMessageProcessor:
     async def _hold(
         self,
         header: PullMessageRequestHeader,
-        tags_codes: Collection[int] | None,
+        tags_codes: PullFilter,
         result: GetMessageResult,
         timeout_s: float,
     ) -> GetMessageResult:

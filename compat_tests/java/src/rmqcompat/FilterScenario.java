@@ -1,0 +1,241 @@
+package rmqcompat;
+
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.MessageSelector;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.exception.MQClientException;
+import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.SendResult;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageExt;
+
+/**
+ * SQL92 filter scenarios (compat_tests/test_filter_compat.py), one JSON object per line on stdout.
+ *
+ * <pre>
+ * produce namesrv=H:P topic=T messages=TAG|k=v|k=v;TAG|k=v ...   bodies are "m0", "m1", ...
+ *   events: sent {i, body, status}, done {sent}
+ * consume namesrv=H:P topic=T timeout=S settle-ms=N sql0=... group0=... expect0=N [sql1=... ...]
+ *   one push consumer per sqlK (MessageSelector.bySql), all from the first offset, in one JVM;
+ *   events: start_error {k, code, error} when start() fails (the broker refused the subscription),
+ *   received {k, body, tags, props}, done {k, received, distinct} per consumer.
+ * </pre>
+ * A consumer is done when it has seen expectK distinct bodies and then settle-ms more passed
+ * (messages that should not match have that long to show up), or at the timeout.
+ */
+public final class FilterScenario {
+    private static PrintStream out;
+
+    private FilterScenario() {
+    }
+
+    public static void main(String[] argv) {
+        out = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
+        System.setOut(System.err);
+        int code = 0;
+        try {
+            Map<String, String> args = new LinkedHashMap<>();
+            for (int i = 1; i < argv.length; i++) {
+                int eq = argv[i].indexOf('=');
+                args.put(argv[i].substring(0, eq), argv[i].substring(eq + 1));
+            }
+            if ("produce".equals(argv[0])) {
+                produce(args);
+            } else if ("consume".equals(argv[0])) {
+                consume(args);
+            } else {
+                throw new IllegalArgumentException("unknown command " + argv[0]);
+            }
+        } catch (Throwable e) {
+            Map<String, Object> ev = event("error");
+            ev.put("error", e.getClass().getName() + ": " + e.getMessage());
+            emit(ev);
+            e.printStackTrace();
+            code = 1;
+        }
+        out.flush();
+        System.exit(code);
+    }
+
+    static Map<String, Object> event(String name) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("event", name);
+        return m;
+    }
+
+    static synchronized void emit(Map<String, Object> ev) {
+        StringBuilder sb = new StringBuilder("{");
+        boolean first = true;
+        for (Map.Entry<String, Object> e : ev.entrySet()) {
+            if (!first) {
+                sb.append(',');
+            }
+            first = false;
+            quote(sb, e.getKey());
+            sb.append(':');
+            value(sb, e.getValue());
+        }
+        out.println(sb.append('}'));
+    }
+
+    @SuppressWarnings("unchecked")
+    static void value(StringBuilder sb, Object v) {
+        if (v == null) {
+            sb.append("null");
+        } else if (v instanceof Number || v instanceof Boolean) {
+            sb.append(v);
+        } else if (v instanceof Map) {
+            sb.append('{');
+            boolean first = true;
+            for (Map.Entry<String, Object> e : ((Map<String, Object>) v).entrySet()) {
+                if (!first) {
+                    sb.append(',');
+                }
+                first = false;
+                quote(sb, e.getKey());
+                sb.append(':');
+                value(sb, e.getValue());
+            }
+            sb.append('}');
+        } else {
+            quote(sb, v.toString());
+        }
+    }
+
+    static void quote(StringBuilder sb, String s) {
+        sb.append('"');
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c == '"' || c == '\\') {
+                sb.append('\\').append(c);
+            } else if (c < 0x20 || Character.isSurrogate(c) || c == 0x2028 || c == 0x2029) {
+                sb.append(String.format("\\u%04x", (int) c));
+            } else {
+                sb.append(c);
+            }
+        }
+        sb.append('"');
+    }
+
+    static void produce(Map<String, String> args) throws Exception {
+        DefaultMQProducer producer = new DefaultMQProducer(args.getOrDefault("group", "filterProducer"));
+        producer.setNamesrvAddr(args.get("namesrv"));
+        producer.setVipChannelEnabled(false);
+        producer.setInstanceName("filter-producer-" + System.nanoTime());
+        producer.start();
+        try {
+            String[] specs = args.get("messages").split(";", -1);
+            for (int i = 0; i < specs.length; i++) {
+                String[] fields = specs[i].split("\\|", -1);
+                Message m = new Message(args.get("topic"), ("m" + i).getBytes(StandardCharsets.UTF_8));
+                if (!fields[0].isEmpty()) {
+                    m.setTags(fields[0]);
+                }
+                for (int f = 1; f < fields.length; f++) {
+                    int eq = fields[f].indexOf('=');
+                    m.putUserProperty(fields[f].substring(0, eq), fields[f].substring(eq + 1));
+                }
+                SendResult r = producer.send(m);
+                Map<String, Object> ev = event("sent");
+                ev.put("i", i);
+                ev.put("body", "m" + i);
+                ev.put("status", r.getSendStatus().name());
+                emit(ev);
+            }
+            Map<String, Object> done = event("done");
+            done.put("sent", specs.length);
+            emit(done);
+        } finally {
+            producer.shutdown();
+        }
+    }
+
+    static void consume(Map<String, String> args) throws Exception {
+        long deadline = System.nanoTime() + (long) (Double.parseDouble(args.getOrDefault("timeout", "60")) * 1e9);
+        long settleNs = Long.parseLong(args.getOrDefault("settle-ms", "3000")) * 1_000_000L;
+        List<DefaultMQPushConsumer> started = new ArrayList<>();
+        List<Integer> keys = new ArrayList<>();
+        Map<Integer, Set<String>> seen = new TreeMap<>();
+        Map<Integer, Integer> deliveries = new ConcurrentHashMap<>();
+        try {
+            for (int k = 0; args.containsKey("sql" + k); k++) {
+                final int key = k;
+                Set<String> bodies = ConcurrentHashMap.newKeySet();
+                DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(args.get("group" + k));
+                consumer.setNamesrvAddr(args.get("namesrv"));
+                consumer.setVipChannelEnabled(false);
+                consumer.setInstanceName("filter-consumer-" + k + "-" + System.nanoTime());
+                consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+                consumer.subscribe(args.get("topic"), MessageSelector.bySql(args.get("sql" + k)));
+                consumer.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+                    for (MessageExt m : msgs) {
+                        String body = new String(m.getBody(), StandardCharsets.UTF_8);
+                        bodies.add(body);
+                        deliveries.merge(key, 1, Integer::sum);
+                        Map<String, Object> ev = event("received");
+                        ev.put("k", key);
+                        ev.put("body", body);
+                        ev.put("tags", m.getTags());
+                        ev.put("props", new TreeMap<String, Object>(m.getProperties()));
+                        emit(ev);
+                    }
+                    return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+                });
+                try {
+                    consumer.start();
+                } catch (MQClientException e) {
+                    Map<String, Object> ev = event("start_error");
+                    ev.put("k", key);
+                    ev.put("code", e.getResponseCode());
+                    ev.put("remark", e.getErrorMessage());
+                    ev.put("error", e.getMessage());
+                    emit(ev);
+                    consumer.shutdown();
+                    continue;
+                }
+                started.add(consumer);
+                keys.add(key);
+                seen.put(key, bodies);
+            }
+            long[] doneAt = new long[keys.size()];
+            while (System.nanoTime() < deadline) {
+                boolean all = true;
+                for (int i = 0; i < keys.size(); i++) {
+                    int expect = Integer.parseInt(args.getOrDefault("expect" + keys.get(i), "0"));
+                    if (doneAt[i] == 0 && seen.get(keys.get(i)).size() >= expect) {
+                        doneAt[i] = System.nanoTime();
+                    }
+                    all &= doneAt[i] != 0 && System.nanoTime() - doneAt[i] >= settleNs;
+                }
+                if (all) {
+                    break;
+                }
+                Thread.sleep(50);
+            }
+        } finally {
+            for (DefaultMQPushConsumer c : started) {
+                c.shutdown();
+            }
+        }
+        for (int key : keys) {
+            Map<String, Object> done = event("done");
+            done.put("k", key);
+            done.put("received", deliveries.getOrDefault(key, 0));
+            done.put("distinct", seen.get(key).size());
+            emit(done);
+        }
+    }
+}
