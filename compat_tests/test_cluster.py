@@ -1,0 +1,191 @@
+"""A two-broker cluster, the layout of ``docker/compose.yaml`` as three local processes: one
+``rmq-gateway namesrv`` and two ``rmq-gateway broker -c ...`` (broker-a, broker-b: distinct
+brokerName, ports and stores, SYNC_FLUSH) registering to it, driven by the unmodified Java
+clients of both lines.
+
+* a topic created on both brokers (``mqadmin updateTopic -c DefaultCluster``) gets a producer's
+  sends on both, and one push consumer receives everything;
+* when broker-b is killed (SIGKILL) in the middle of a producer's run, the producer's sends go on
+  on broker-a once the client's retries and route refresh have moved it, and after broker-b is
+  restarted on its store every acknowledged message (every ``sent`` event) is delivered.
+
+Against our gateway only: the reference launcher (``golden_servers.py``) starts one real broker,
+not a two-broker cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from compat_tests.golden_servers import free_port
+from compat_tests.reference import run_mqadmin
+from compat_tests.scenario import CLIENT_LINES, Event, done, of, run_scenario, start_scenario
+from gateway.testing.probe import wait_ready
+
+pytestmark = [pytest.mark.compat, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parent.parent
+BROKERS = ("broker-a", "broker-b")
+READY_S = 30.0
+STEP_S = 120.0
+BEFORE_KILL = 300  # acknowledged sends before broker-b is killed
+LONG_RUN = 6000  # the producer's whole run: goes on well after the kill
+TAIL = 500  # the last sends of the run must all be on the survivor
+
+
+@dataclass
+class Cluster:
+    """One NameServer and two brokers as subprocesses in ``workdir``; every one listens on 127.0.0.1."""
+
+    workdir: Path
+    namesrv_port: int = field(default_factory=lambda: free_port(("127.0.0.1",)))
+    broker_ports: dict[str, int] = field(default_factory=dict)
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def namesrv_addr(self) -> str:
+        return f"127.0.0.1:{self.namesrv_port}"
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        with (self.workdir / f"{name}.log").open("ab") as log:
+            self.procs[name] = subprocess.Popen(
+                [sys.executable, "-m", "gateway.cli", *argv],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=REPO,
+                env={**os.environ, "HOME": str(self.workdir)},
+            )
+
+    def start_namesrv(self) -> None:
+        conf = self.workdir / "namesrv.conf"
+        conf.write_text(f"kvConfigPath={self.workdir / 'kvConfig.json'}\n")
+        self._spawn("namesrv", ["namesrv", "--namesrv-port", str(self.namesrv_port), "-c", str(conf)])
+
+    def start_broker(self, name: str) -> None:
+        port = self.broker_ports.setdefault(name, free_port(("127.0.0.1",)))
+        conf = self.workdir / f"{name}.conf"
+        conf.write_text(
+            f"brokerClusterName=DefaultCluster\nbrokerName={name}\nbrokerId=0\nbrokerIP1=127.0.0.1\n"
+            f"listenPort={port}\nflushDiskType=SYNC_FLUSH\nmappedFileSizeCommitLog={64 * 1024 * 1024}\n"
+        )
+        self._spawn(
+            name,
+            [
+                "broker",
+                "--broker-port",
+                str(port),
+                "--store",
+                str(self.workdir / name),
+                "--namesrv-addr",
+                self.namesrv_addr,
+                "-c",
+                str(conf),
+            ],
+        )
+
+    def kill(self, name: str) -> None:
+        proc = self.procs[name]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+
+    def stop(self) -> None:
+        for proc in reversed(list(self.procs.values())):
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs.values():
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    started = Cluster(tmp_path / "cluster")
+    started.workdir.mkdir()
+    try:
+        started.start_namesrv()
+        for name in BROKERS:
+            started.start_broker(name)
+        wait_ready(started.namesrv_addr, READY_S, min_brokers=2)
+        yield started
+    finally:
+        started.stop()
+
+
+def create_topic(cluster: Cluster, topic: str, home: Path) -> None:
+    out = run_mqadmin(cluster.namesrv_addr, "updateTopic", "-c", "DefaultCluster", "-t", topic, home=home)
+    assert out.count("create topic to") == 2, out
+    wait_ready(cluster.namesrv_addr, READY_S, min_brokers=2, topic=topic)
+
+
+def short(line: str) -> str:
+    return line.replace(".", "")
+
+
+def acknowledged(events: list[Event]) -> set[str]:
+    return {e["msgId"] for e in of(events, "sent")}
+
+
+@pytest.mark.parametrize("line", CLIENT_LINES)
+def test_sends_reach_both_brokers_and_survive_a_killed_broker(
+    cluster: Cluster, tmp_path: Path, line: str
+) -> None:
+    home = tmp_path / "clients"
+    topic = f"Cluster{short(line)}"
+    create_topic(cluster, topic, home)
+
+    first = run_scenario(line, "produce", cluster.namesrv_addr, home, STEP_S, topic=topic, count=400)
+    assert not of(first, "send_error")
+    per_broker = Counter(e["brokerName"] for e in of(first, "sent"))
+    assert set(per_broker) == set(BROKERS), per_broker
+    namesrv = cluster.namesrv_addr
+    group = f"all{short(line)}"
+    events = run_scenario(line, "consume", namesrv, home, STEP_S, group=group, topic=topic, expect=400)
+    assert acknowledged(first) <= {r["msgId"] for r in of(events, "received")}
+
+    producer = start_scenario(
+        line, "produce", cluster.namesrv_addr, home, STEP_S, topic=topic, count=LONG_RUN, keys_prefix="run-"
+    )
+    try:
+        producer.wait_for(lambda e: e.get("event") == "sent" and e["i"] >= BEFORE_KILL, STEP_S)
+        cluster.kill("broker-b")
+        killed_at = len(of(producer.events(), "sent"))
+        run = producer.wait()
+    finally:
+        producer.stop()
+    sent = of(run, "sent")
+    after_kill = sent[killed_at:]
+    print(
+        f"{line}: {len(sent)} acknowledged ({killed_at} before the kill), {len(of(run, 'send_error'))} send "
+        f"errors, after the kill per broker {Counter(e['brokerName'] for e in after_kill)}"
+    )
+    assert done(run)["complete"]
+    assert len(after_kill) >= LONG_RUN // 2, "sends did not continue after the kill"
+    assert {e["brokerName"] for e in sent[-TAIL:]} == {"broker-a"}, "the tail still went to the dead broker"
+
+    cluster.start_broker("broker-b")  # same store: what it acknowledged must still be there
+    wait_ready(cluster.namesrv_addr, READY_S, min_brokers=2, broker_name="broker-b")
+    wanted = acknowledged(first) | acknowledged(run)
+    events = run_scenario(
+        line,
+        "consume",
+        cluster.namesrv_addr,
+        home,
+        STEP_S,
+        group=f"afterKill{short(line)}",
+        topic=topic,
+        expect=len(wanted),
+    )
+    missing = wanted - {r["msgId"] for r in of(events, "received")}
+    assert not missing, f"{len(missing)} acknowledged messages lost"
