@@ -8,8 +8,10 @@ it: :class:`JavaInt` and :class:`JavaLong` are ``int`` subclasses tagged with th
 
 The string parsers follow ``Integer.valueOf``, ``Long.valueOf`` and ``Double.valueOf`` (they are
 stricter than Python's ``int``/``float``: no underscores, no surrounding blanks for integers, Java's
-``NaN``/``Infinity`` spellings). :class:`JavaError` stands for a Java exception; its text is Java's
-``Throwable.toString()`` (class name, colon, message), which is what the broker puts in remarks.
+``NaN``/``Infinity`` spellings). :func:`compare_values` is ``ComparisonExpression.__compare``: Java's
+table of which side converts to which class before ``compareTo``. :class:`JavaError` stands for
+a Java exception; its text is Java's ``Throwable.toString()`` (class name, colon, message), which
+is what the broker puts in remarks.
 """
 
 from __future__ import annotations
@@ -161,3 +163,114 @@ def to_java_string(value: JavaValue) -> str:
     if isinstance(value, float):
         return double_to_string(value)
     return str(int(value)) if isinstance(value, int) else value
+
+
+# -- ComparisonExpression.__compare ------------------------------------------------------------
+
+
+def java_class(value: JavaValue) -> str:
+    if isinstance(value, bool):
+        return "Boolean"
+    if isinstance(value, JavaInt):
+        return "Integer"
+    if isinstance(value, JavaLong):
+        return "Long"
+    if isinstance(value, float):
+        return "Double"
+    return "String"
+
+
+def _class_cast(value: JavaValue, target: str) -> JavaError:
+    source = f"java.lang.{java_class(value)}"
+    return JavaError(
+        "java.lang.ClassCastException",
+        f"class {source} cannot be cast to class java.lang.{target} "
+        f"({source} and java.lang.{target} are in module java.base of loader 'bootstrap')",
+    )
+
+
+def java_equals(lv: JavaValue, rv: JavaValue) -> bool:
+    """``Object.equals`` of two boxes: same class and value (``Double.equals`` compares bits)."""
+    if java_class(lv) != java_class(rv):
+        return False
+    if isinstance(lv, float) and isinstance(rv, float):
+        return compare_doubles(lv, rv) == 0
+    return lv == rv
+
+
+def compare_values(lv: JavaValue, rv: JavaValue) -> int:
+    """``ComparisonExpression.__compare`` with string conversion on (as ``SelectorParser`` sets it).
+
+    Raises :class:`JavaError` where Java throws (a string that does not convert; the two
+    ``ClassCastException`` cases of Java's conversion table).
+    """
+    lc, rc = java_class(lv), java_class(rv)
+    if lc != rc:
+        try:
+            lv, rv = _convert(lv, rv, lc, rc)
+        except JavaError as err:
+            if err.java_class == "java.lang.NumberFormatException":
+                raise wrap_runtime(err) from err
+            raise
+        except _Unordered:
+            return -1
+    return _compare_same(lv, rv)
+
+
+class _Unordered(Exception):
+    """Java's table has no conversion for these two classes: ``__compare`` answers -1."""
+
+
+def _convert(lv: JavaValue, rv: JavaValue, lc: str, rc: str) -> tuple[JavaValue, JavaValue]:
+    if lc == "Boolean":
+        if rc == "String":  # Java casts the Boolean itself to String here
+            raise _class_cast(lv, "String")
+        raise _Unordered
+    if lc == "Integer":
+        assert isinstance(lv, int)
+        if rc == "Long":
+            return JavaLong(lv), rv
+        if rc == "Double":
+            return float(lv), rv
+        if rc == "String":
+            assert isinstance(rv, str)
+            return lv, parse_int(rv)
+        raise _Unordered
+    if lc == "Long":
+        assert isinstance(lv, int)
+        if rc == "Integer":
+            assert isinstance(rv, int)
+            return lv, JavaLong(rv)
+        if rc == "Double":
+            return float(lv), rv
+        if rc == "String":
+            assert isinstance(rv, str)
+            return lv, parse_long(rv)
+        raise _Unordered
+    if lc == "Double":
+        if rc in ("Integer", "Long"):
+            assert isinstance(rv, int)
+            return lv, float(rv)
+        if rc == "String":
+            assert isinstance(rv, str)
+            return lv, parse_double(rv)
+        raise _Unordered
+    assert isinstance(lv, str)  # String on the left
+    if rc == "Boolean":
+        return parse_boolean(lv), rv
+    if rc == "Integer":
+        return parse_int(lv), rv
+    if rc == "Long":
+        return parse_long(lv), rv
+    return parse_double(lv), rv
+
+
+def _compare_same(lv: JavaValue, rv: JavaValue) -> int:
+    if isinstance(lv, float) and isinstance(rv, float):
+        return compare_doubles(lv, rv)
+    if isinstance(lv, str) and isinstance(rv, str):  # String.compareTo: UTF-16 code units
+        a, b = lv.encode("utf-16-be", "surrogatepass"), rv.encode("utf-16-be", "surrogatepass")
+        return (a > b) - (a < b)
+    if isinstance(lv, int) and isinstance(rv, int):  # Boolean, Integer, Long
+        return (lv > rv) - (lv < rv)
+    raise _class_cast(rv, java_class(lv))

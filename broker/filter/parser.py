@@ -35,6 +35,7 @@ from broker.filter.java_values import (
     JavaError,
     JavaInt,
     JavaLong,
+    compare_values,
     number_format_error,
     parse_long,
     runtime_error,
@@ -295,7 +296,7 @@ def create_between(value: ex.Expression, low: ex.Expression, high: ex.Expression
         lv, rv = low.value, high.value
         if lv is None or rv is None:
             raise runtime_error("Illegal values of between, values can not be null!")
-        if ex.compare_values(rv, lv) < 0:
+        if compare_values(rv, lv) < 0:
             raise runtime_error(
                 f"Illegal values of between, left value({to_java_string(lv)}) must less than or equal to "
                 f"right value({to_java_string(rv)})"
