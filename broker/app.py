@@ -27,12 +27,16 @@ from broker.message_service import MessageService
 from broker.processors.admin import AdminBrokerProcessor
 from broker.processors.client_manage import ClientManageProcessor
 from broker.processors.consumer_manage import ConsumerManageProcessor
+from broker.processors.end_transaction import EndTransactionProcessor
 from broker.processors.pull import PullMessageProcessor
 from broker.processors.query import QueryMessageProcessor
+from broker.processors.reply import ReplyMessageProcessor
 from broker.processors.send import SendMessageProcessor
 from broker.processors.send_back import SendMessageBackProcessor
 from broker.registration import NamesrvRegistrar
 from broker.schedule import DELAY_OFFSET_JSON, FIRST_DELAY_S, PERSIST_INTERVAL_S, POLL_INTERVAL_S
+from broker.timer.service import TIMER_PROGRESS_JSON, TimerMessageService
+from broker.transaction.service import TransactionalMessageService
 from codec.bodies.register import TopicConfig
 from codec.errors import RocketMQError
 from gateway.config import ServerConfig
@@ -60,6 +64,8 @@ def build_dispatcher(controller: BrokerController) -> Dispatcher:
     PullMessageProcessor(controller).register(dispatcher)
     AdminBrokerProcessor(controller).register(dispatcher)
     QueryMessageProcessor(controller).register(dispatcher)
+    EndTransactionProcessor(controller).register(dispatcher)
+    ReplyMessageProcessor(controller).register(dispatcher)
     return dispatcher
 
 
@@ -87,6 +93,7 @@ class Broker:
             on_groups_changed=self._groups_changed,
         )
         self.registrar = NamesrvRegistrar(config, self.controller.topics)
+        self.timers = TimerMessageService(self.store, self.controller.put_messages, config.timer_precision_ms)
         self.dispatcher = build_dispatcher(self.controller)
         self.server = RemotingServer(self.dispatcher, server_config, name="broker", listeners=listeners)
         self.server.on_disconnect.append(self._connection_closed)
@@ -151,6 +158,8 @@ class Broker:
             await nursery.start(self.messages.run_ticker)
             await nursery.start(self.server.run)
             nursery.start_soon(self._deliver_delayed)
+            nursery.start_soon(self._deliver_timers)
+            nursery.start_soon(self._check_transactions)
             nursery.start_soon(self._persist_loop)
             await nursery.start(self.registrar.run)
             nursery.start_soon(self._housekeeping)
@@ -174,6 +183,30 @@ class Broker:
         while True:
             await schedule.deliver_all_due(self.controller.now_ms())
             await trio.sleep(POLL_INTERVAL_S)
+
+    async def _deliver_timers(self) -> None:
+        """The 5.x timer messages (``TimerMessageStore``'s dequeue); progress in timerProgress.json."""
+        timers = self.timers
+        doc = self.store.config_files.load(TIMER_PROGRESS_JSON)
+        if doc is not None:
+            timers.load_obj(doc)
+        while True:
+            timers.scan()
+            await timers.deliver_due(self.controller.now_ms())
+            if timers.dirty:
+                timers.dirty = False
+                self._persist(TIMER_PROGRESS_JSON, timers.to_obj())
+            await trio.sleep(POLL_INTERVAL_S)
+
+    async def _check_transactions(self) -> None:
+        """``TransactionalMessageCheckService``: a check round every ``transactionCheckInterval``."""
+        service = TransactionalMessageService(self.controller)
+        while True:
+            await trio.sleep(self.config.transaction_check_interval / 1000)
+            try:
+                await service.check()
+            except (RocketMQError, StoreError) as err:
+                logger.error("transaction check round failed: %s", err)
 
     async def _persist_loop(self) -> None:
         interval = min(self.config.flush_consumer_offset_interval / 1000, PERSIST_INTERVAL_S)

@@ -58,6 +58,10 @@ class BrokerConfig:
     message_delay_level: str = MESSAGE_DELAY_LEVEL
     max_message_size: int = 4 * 1024 * 1024  # MessageStoreConfig.maxMessageSize
     default_query_max_num: int = 32
+    store_reply_message_enable: bool = True  # SEND_REPLY_MESSAGE also stores the reply
+    timer_wheel_enable: bool = True  # MessageStoreConfig: 5.x timer messages accepted
+    timer_max_delay_sec: int = 3600 * 24 * 3  # MessageStoreConfig: farthest due time accepted
+    timer_precision_ms: int = 1000  # MessageStoreConfig: due times are rounded down to this
     extra: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @classmethod

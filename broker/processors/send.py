@@ -25,6 +25,7 @@ import random
 
 from broker.controller import BrokerController
 from broker.schedule import apply_delay_level
+from broker.timer.service import TIMER_TOPIC, TimerMessageError, route_timer_message
 from broker.topic_config_manager import (
     NOT_ALLOWED_SEND_TOPICS,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -33,6 +34,7 @@ from broker.topic_config_manager import (
     dlq_topic,
     validate_topic,
 )
+from broker.transaction.bridge import HALF_TOPIC, to_half_message
 from codec.batch import decode_batch
 from codec.bodies.register import PERM_READ, PERM_WRITE, TopicConfig
 from codec.codes import RequestCode, ResponseCode
@@ -65,6 +67,8 @@ logger = logging.getLogger(__name__)
 V3_4_9 = version_ordinal("V3_4_9")
 TOPIC_FILTER_MULTI_TAG = "MULTI_TAG"
 _PROPERTIES_MAP_CAPACITY = 128  # MessageDecoder.string2messageProperties: new HashMap<>(128)
+#: Topics a send may be stored in instead of its own; the answer names the real queue (REAL_QID).
+_ROUTED_TOPICS = frozenset({SCHEDULE_TOPIC, HALF_TOPIC, TIMER_TOPIC})
 
 _PUT_STATUS_CODES = {
     PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
@@ -129,7 +133,7 @@ class SendMessageProcessor:
         record, props = self._single_record(ctx, request, header, topic_config, queue_id)
         result = await self.broker.put_messages([record], [props])
         # A delayed message answers with the queue it will be delivered to, not the schedule queue.
-        real_queue_id = int(props[REAL_QID]) if record.topic == SCHEDULE_TOPIC else record.queue_id
+        real_queue_id = int(props[REAL_QID]) if record.topic in _ROUTED_TOPICS else record.queue_id
         return self._response(request, [record], result, real_queue_id, props[UNIQ_KEY])
 
     def _check(self, ctx: RequestContext, header: SendMessageRequestHeader) -> tuple[TopicConfig, int]:
@@ -235,10 +239,28 @@ class SendMessageProcessor:
                     ResponseCode.NO_PERMISSION,
                     f"the broker[{broker.config.broker_ip1}] sending transaction message is forbidden",
                 )
-            raise self._refuse(ResponseCode.SYSTEM_ERROR, "transactional messages are not supported yet")
+            to_half_message(record, props)
+            record.properties = encode_java_order(props)
+            return record, props
+        self._route_timer(record, props)
         apply_delay_level(record, props, broker.schedule.max_level)
         record.properties = encode_java_order(props)
         return record, props
+
+    def _route_timer(self, record: MessageRecord, props: dict[str, str]) -> None:
+        """5.x timer properties (``HookUtils.handleScheduleMessage``); see :mod:`broker.timer`."""
+        config = self.broker.config
+        try:
+            route_timer_message(
+                record,
+                props,
+                self.broker.now_ms(),
+                max_delay_sec=config.timer_max_delay_sec,
+                precision_ms=config.timer_precision_ms,
+                wheel_enable=config.timer_wheel_enable,
+            )
+        except TimerMessageError as err:
+            raise self._refuse(err.response_code, str(err)) from None
 
     def _retry_or_dlq(
         self,
@@ -322,6 +344,14 @@ class SendMessageProcessor:
             remark = result.remark or result.status.name
             if result.status is PutMessageStatus.MESSAGE_ILLEGAL:
                 remark = f"the message is illegal, maybe msg body or properties length not matched. {remark}"
+            elif result.status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
+                remark = (  # AbstractSendMessageProcessor / SendMessageProcessor.handlePutMessageResult
+                    "service not available now. It may be caused by one of the following reasons: "
+                    f"the broker's disk is full [{self.broker.store.disk_util()}], messages are put to "
+                    "the slave, message store has been shut down, etc."
+                )
+            elif result.status is PutMessageStatus.CREATE_MAPPED_FILE_FAILED:
+                remark = "create mapped file failed, server is busy or broken."
             return request.make_response(code, remark, header=self._extras())
         broker = self.broker
         ids = ",".join(
