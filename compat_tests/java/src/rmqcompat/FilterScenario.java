@@ -135,6 +135,9 @@ public final class FilterScenario {
         producer.setNamesrvAddr(args.get("namesrv"));
         producer.setVipChannelEnabled(false);
         producer.setInstanceName("filter-producer-" + System.nanoTime());
+        // 10 s instead of 3 s per send: the CI machine is shared and one slow route lookup must not
+        // fail a filter scenario (seen once: "sendDefaultImpl call timeout" under load).
+        producer.setSendMsgTimeout(10_000);
         producer.start();
         try {
             String[] specs = args.get("messages").split(";", -1);
