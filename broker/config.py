@@ -20,6 +20,9 @@ MESSAGE_DELAY_LEVEL = (
     "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"  # MessageStoreConfig default
 )
 
+# Java keys whose spelling the snake_case field names cannot reproduce.
+JAVA_KEY_ALIASES = {"transactionTimeOut": "transactionTimeout"}
+
 
 @dataclasses.dataclass(slots=True)
 class BrokerConfig:
@@ -62,13 +65,17 @@ class BrokerConfig:
     timer_wheel_enable: bool = True  # MessageStoreConfig: 5.x timer messages accepted
     timer_max_delay_sec: int = 3600 * 24 * 3  # MessageStoreConfig: farthest due time accepted
     timer_precision_ms: int = 1000  # MessageStoreConfig: due times are rounded down to this
+    metrics_exporter_type: str = "DISABLE"  # MetricsExporterType: DISABLE, or PROM for the HTTP endpoint
+    metrics_prom_exporter_host: str = ""  # empty: all interfaces, as Java's exporter
+    metrics_prom_exporter_port: int = 5557  # BrokerConfig.metricsPromExporterPort
     extra: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> BrokerConfig:
         """Build from ``broker.conf`` keys; raises ``ValueError`` for a malformed value."""
         config = cls()
-        config.extra = apply_properties(config, props)
+        renamed = {JAVA_KEY_ALIASES.get(k, k): v for k, v in props.items()}
+        config.extra = apply_properties(config, renamed)
         return config
 
     @property
@@ -92,7 +99,14 @@ class BrokerConfig:
         return levels
 
     def to_properties(self) -> dict[str, str]:
-        props = to_properties(self, {"broker_ip1": "brokerIP1", "broker_ip2": "brokerIP2"})
+        props = to_properties(
+            self,
+            {
+                "broker_ip1": "brokerIP1",
+                "broker_ip2": "brokerIP2",
+                "transaction_timeout": "transactionTimeOut",
+            },
+        )
         props.pop("extra", None)
         props.update(self.extra)
         return props

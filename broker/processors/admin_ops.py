@@ -1,0 +1,296 @@
+"""Operations requests of ``mqadmin`` beyond topic and group basics (``AdminBrokerProcessor``):
+batch topic and group updates, store maintenance, producer and consume-queue views, and the
+answers of a master with no HA peers, no cold-data throttling and no RocksDB store.
+
+* UPDATE_AND_CREATE_TOPIC_LIST (``updateTopicList``) and UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST
+  (``updateSubGroupList``): a ``CreateTopicListRequestBody`` / ``SubscriptionGroupList``, each
+  entry validated and stored as by the single-item requests.
+* GET_SYSTEM_TOPIC_LIST_FROM_BROKER (``exportMetadata``): ``TopicValidator``'s system topics.
+* CLEAN_EXPIRED_CONSUMEQUEUE, DELETE_EXPIRED_COMMITLOG, CLEAN_UNUSED_TOPIC: the store's cleanup
+  run now (``cleanExpiredConsumerQueue``, ``executeDeleteFilesManually``); unused topics are
+  listed in the log (this store keeps their consume queues until the files expire).
+* GET_ALL_PRODUCER_INFO (``producer``), QUERY_CONSUME_QUEUE (``queryCq``).
+* GET_BROKER_HA_STATUS (``haStatus``): a master with no slaves; GET_COLD_DATA_FLOW_CTR_INFO:
+  Java's defaults and empty tables; CHECK_ROCKSDB_CQ_WRITE_PROGRESS / EXPORT_ROCKSDB_CONFIG_TO_JSON:
+  what the real broker answers when its store is not RocksDB ("in progress", "export done.").
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from broker.controller import BrokerController
+from broker.subscription_group_manager import SubscriptionGroupConfig
+from broker.topic_config_manager import (
+    TopicValidationError,
+    is_system_topic,
+    is_valid_group,
+    validate_topic_config,
+)
+from codec import fastjson
+from codec.bodies.register import TopicConfig
+from codec.codes import LanguageCode, RequestCode, ResponseCode
+from codec.command import RemotingCommand
+from codec.errors import CodecError
+from codec.headers.admin import QueryConsumeQueueRequestHeader
+from gateway.dispatch import Dispatcher, RequestContext
+
+logger = logging.getLogger(__name__)
+
+# TopicValidator.SYSTEM_TOPIC_SET's static members (the broker adds its own system topics to it).
+STATIC_SYSTEM_TOPICS = (
+    "TBW102",
+    "SCHEDULE_TOPIC_XXXX",
+    "BenchmarkTest",
+    "RMQ_SYS_TRANS_HALF_TOPIC",
+    "RMQ_SYS_TRACE_TOPIC",
+    "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+    "TRANS_CHECK_MAX_TIME_TOPIC",
+    "SELF_TEST_TOPIC",
+    "OFFSET_MOVED_EVENT",
+    "CHECKPOINT_TOPIC",
+)
+REVIVE_QUEUE_NUM = 8  # BrokerConfig.reviveQueueNum
+PERM_INHERIT = 1  # PermName.PERM_INHERIT
+CG_COLD_READ_THRESHOLD = 3 * 1024 * 1024  # BrokerConfig.cgColdReadThreshold, bytes
+GLOBAL_COLD_READ_THRESHOLD = 100 * 1024 * 1024  # BrokerConfig.globalColdReadThreshold, bytes
+CHECK_IN_PROGRESS = 2  # CheckRocksdbCqWriteResult.CheckStatus.CHECK_IN_PROGRESS
+
+
+def add_5x_system_topics(broker: BrokerController) -> None:
+    """The system topics a 5.x broker creates at start that tools list: the POP revive topic of
+    the cluster, the broker-member sync topic and the timer wheel topic (``TopicConfigManager``).
+    Set directly in the table at construction (before the persisted topics load over it)."""
+    config = broker.config
+    table = broker.topics.table
+    for topic in (
+        TopicConfig(f"rmq_sys_REVIVE_LOG_{config.broker_cluster_name}", REVIVE_QUEUE_NUM, REVIVE_QUEUE_NUM),
+        TopicConfig(f"rmq_sys_SYNC_BROKER_MEMBER_{config.broker_name}", 1, 1, PERM_INHERIT),
+        TopicConfig("rmq_sys_wheel_timer", 1, 1),
+    ):
+        table.setdefault(topic.topic_name, topic)
+
+
+class AdminOpsProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+        add_5x_system_topics(broker)
+
+    def register(self, dispatcher: Dispatcher) -> None:
+        reg = dispatcher.register
+        reg(RequestCode.UPDATE_AND_CREATE_TOPIC_LIST, self.update_topic_list, None)
+        reg(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST, self.update_group_list, None)
+        reg(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER, self.get_system_topic_list, None)
+        reg(RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE, self.clean_expired_consume_queue, None)
+        reg(RequestCode.DELETE_EXPIRED_COMMITLOG, self.delete_expired_commit_log, None)
+        reg(RequestCode.CLEAN_UNUSED_TOPIC, self.clean_unused_topic, None)
+        reg(RequestCode.GET_ALL_PRODUCER_INFO, self.get_all_producer_info, None)
+        reg(RequestCode.QUERY_CONSUME_QUEUE, self.query_consume_queue, QueryConsumeQueueRequestHeader)
+        reg(RequestCode.GET_BROKER_HA_STATUS, self.get_ha_status, None)
+        reg(RequestCode.GET_COLD_DATA_FLOW_CTR_INFO, self.get_cold_data_flow_ctr_info, None)
+        reg(RequestCode.CHECK_ROCKSDB_CQ_WRITE_PROGRESS, self.check_rocksdb_cq_write_progress, None)
+        reg(RequestCode.EXPORT_ROCKSDB_CONFIG_TO_JSON, self.export_rocksdb_config_to_json, None)
+
+    # -- batch updates ---------------------------------------------------------------------------
+
+    def update_topic_list(
+        self, ctx: RequestContext, request: RemotingCommand, _header: Any
+    ) -> RemotingCommand:
+        try:
+            doc = fastjson.loads(request.body)
+            topics = [TopicConfig.from_obj(obj) for obj in doc.get("topicConfigList") or []]
+        except (CodecError, AttributeError, TypeError, ValueError) as err:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, f"bad CreateTopicListRequestBody: {err}")
+        logger.info(
+            "updateAndCreateTopicList: topicNames: %s, called by %s",
+            ";".join(t.topic_name for t in topics),
+            ctx.connection.remote_addr,
+        )
+        for topic in topics:
+            try:
+                validate_topic_config(topic)
+            except TopicValidationError as err:
+                return request.make_response(ResponseCode.INVALID_PARAMETER, str(err))
+            if is_system_topic(topic.topic_name):
+                return request.make_response(
+                    ResponseCode.INVALID_PARAMETER,
+                    f"The topic[{topic.topic_name}] is conflict with system topic.",
+                )
+        for topic in topics:
+            if topic != self.broker.topics.select(topic.topic_name):
+                self.broker.topics.update(topic)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def update_group_list(
+        self, ctx: RequestContext, request: RemotingCommand, _header: Any
+    ) -> RemotingCommand:
+        try:
+            doc = fastjson.loads(request.body)
+            groups = [SubscriptionGroupConfig.from_obj(obj) for obj in doc.get("groupConfigList") or []]
+        except (CodecError, AttributeError, TypeError, ValueError) as err:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, f"bad SubscriptionGroupList: {err}")
+        logger.info(
+            "updateAndCreateSubscriptionGroupList: groupNames: %s, called by %s",
+            ";".join(g.group_name for g in groups),
+            ctx.connection.remote_addr,
+        )
+        for group in groups:
+            if not is_valid_group(group.group_name):
+                return request.make_response(
+                    ResponseCode.INVALID_PARAMETER, f"invalid group name {group.group_name!r}"
+                )
+        for group in groups:
+            self.broker.groups.update(group)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def get_system_topic_list(
+        self, _ctx: RequestContext, request: RemotingCommand, _h: Any
+    ) -> RemotingCommand:
+        topics = set(STATIC_SYSTEM_TOPICS)
+        topics.update(t for t in self.broker.topics.table if is_system_topic(t))
+        body = fastjson.dumps({"topicList": sorted(topics)})
+        return request.make_response(ResponseCode.SUCCESS, body=body)
+
+    # -- store maintenance -----------------------------------------------------------------------
+
+    def clean_expired_consume_queue(
+        self, _ctx: RequestContext, request: RemotingCommand, _header: Any
+    ) -> RemotingCommand:
+        logger.info("cleanExpiredConsumeQueue: start")
+        self.broker.store.cleaner.clean_queues()
+        logger.info("cleanExpiredConsumeQueue: end")
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def delete_expired_commit_log(
+        self, _ctx: RequestContext, request: RemotingCommand, _header: Any
+    ) -> RemotingCommand:
+        deleted = self.broker.store.clean(manual=True)
+        logger.warning("deleteExpiredCommitLog: %d expired commit-log file(s) deleted", deleted)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def clean_unused_topic(
+        self, _ctx: RequestContext, request: RemotingCommand, _header: Any
+    ) -> RemotingCommand:
+        broker = self.broker
+        unused = sorted(
+            {
+                t
+                for t, _q in broker.store.queue_offsets
+                if broker.topics.select(t) is None and not is_system_topic(t)
+            }
+        )
+        logger.warning("cleanUnusedTopic: queues of topics no longer configured: %s", unused or "none")
+        return request.make_response(ResponseCode.SUCCESS)
+
+    # -- views -----------------------------------------------------------------------------------
+
+    def get_all_producer_info(
+        self, _ctx: RequestContext, request: RemotingCommand, _header: Any
+    ) -> RemotingCommand:
+        """``ProducerTableInfo``: every producer channel by group."""
+        data: dict[str, list[dict[str, Any]]] = {}
+        for group, channels in self.broker.clients.producers.items():
+            infos = []
+            for channel in channels.values():
+                try:
+                    language = LanguageCode(channel.language).name
+                except ValueError:
+                    language = LanguageCode.OTHER.name
+                infos.append(
+                    {
+                        "clientId": channel.client_id,
+                        "remoteIP": f"/{channel.connection.remote_addr}",
+                        "language": language,
+                        "version": channel.version,
+                        "lastUpdateTimestamp": channel.last_update_ms,
+                    }
+                )
+            data[group] = infos
+        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps({"data": data}))
+
+    def query_consume_queue(
+        self, _ctx: RequestContext, request: RemotingCommand, header: QueryConsumeQueueRequestHeader
+    ) -> RemotingCommand:
+        store = self.broker.store
+        topic, queue_id = header.topic, header.queue_id
+        if self.broker.topics.select(topic) is None and store.get_max_offset_in_queue(topic, queue_id) == 0:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, f"{queue_id}@{topic} is not exist!")
+        body: dict[str, Any] = {
+            "maxQueueIndex": store.get_max_offset_in_queue(topic, queue_id),
+            "minQueueIndex": store.get_min_offset_in_queue(topic, queue_id),
+        }
+        if header.consumer_group is not None:
+            info = self.broker.clients.consumers.get(header.consumer_group)
+            sub = info.subscriptions.get(topic) if info is not None else None
+            if sub is None:
+                body["filterData"] = f"{header.consumer_group}@{topic} is not online!"
+            else:
+                body["subscriptionData"] = sub.to_obj()
+        units = []
+        for unit in store.iter_queue_units(topic, queue_id, header.index):
+            if unit.queue_offset - header.index >= header.count:
+                break
+            units.append(
+                {
+                    "eval": False,
+                    "physicOffset": unit.phy_offset,
+                    "physicSize": unit.size,
+                    "tagsCode": unit.tags_code,
+                }
+            )
+        if not units and header.index >= body["maxQueueIndex"]:
+            return request.make_response(
+                ResponseCode.SUCCESS, f"Index {header.index} of {queue_id}@{topic} is not exist!"
+            )
+        body["queueData"] = units
+        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps(body))
+
+    # -- features this broker does not run: the real broker's answers without them -------------
+
+    def get_ha_status(self, _ctx: RequestContext, request: RemotingCommand, _header: Any) -> RemotingCommand:
+        """``HARuntimeInfo`` of a master without slaves."""
+        body = {
+            "haClientRuntimeInfo": {
+                "isActivated": False,
+                "lastReadTimestamp": 0,
+                "lastWriteTimestamp": 0,
+                "masterFlushOffset": 0,
+                "maxOffset": 0,
+                "transferredByteInSecond": 0,
+            },
+            "haConnectionInfo": [],
+            "inSyncSlaveNums": 0,
+            "master": True,
+            "masterCommitLogMaxOffset": self.broker.store.max_phy_offset,
+        }
+        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps(body))
+
+    def get_cold_data_flow_ctr_info(
+        self, _ctx: RequestContext, request: RemotingCommand, _header: Any
+    ) -> RemotingCommand:
+        """``ColdDataCgCtrService.getColdDataFlowCtrInfo`` with nothing throttled."""
+        body = {
+            "runtimeTable": {},
+            "configTable": {},
+            "cgColdReadThreshold": CG_COLD_READ_THRESHOLD,
+            "globalColdReadThreshold": GLOBAL_COLD_READ_THRESHOLD,
+            "globalAcc": 0,
+        }
+        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps(body))
+
+    def check_rocksdb_cq_write_progress(
+        self, _ctx: RequestContext, request: RemotingCommand, _header: Any
+    ) -> RemotingCommand:
+        """Java starts the check in the background and answers "in progress" at once; with no
+        RocksDB consume queue there is nothing to compare, which the log says."""
+        logger.info("checkRocksdbCqWriteProgress: the store has no RocksDB consume queue; nothing to check")
+        return request.make_response(
+            ResponseCode.SUCCESS, body=fastjson.dumps({"checkStatus": CHECK_IN_PROGRESS})
+        )
+
+    def export_rocksdb_config_to_json(
+        self, _ctx: RequestContext, request: RemotingCommand, _header: Any
+    ) -> RemotingCommand:
+        """Exports only managers backed by RocksDB: none here, so nothing to do, as in Java."""
+        return request.make_response(ResponseCode.SUCCESS, "export done.")

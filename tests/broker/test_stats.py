@@ -1,0 +1,118 @@
+"""broker/stats.py against Java's sampling rules (StatsItem, StoreStatsService, BrokerStats),
+driven by a fake clock."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from broker.stats import (
+    BROKER_GET_NUMS,
+    GROUP_GET_NUMS,
+    TOPIC_PUT_NUMS,
+    BrokerStats,
+    StatsItem,
+)
+
+
+class Clock:
+    def __init__(self, start_ms: int) -> None:
+        self.now = start_ms
+
+    def __call__(self) -> int:
+        return self.now
+
+    def advance(self, ms: int) -> None:
+        self.now += ms
+
+
+def noon_ms() -> int:
+    """Today's local noon, so that a few simulated hours never cross midnight by accident."""
+    local = time.localtime()
+    return int(time.mktime((local.tm_year, local.tm_mon, local.tm_mday, 12, 0, 0, 0, 0, -1)) * 1000)
+
+
+def test_stats_item_minute_window_sums_what_was_sampled() -> None:
+    item = StatsItem(TOPIC_PUT_NUMS, "T", 0)
+    item.add(5, 1, 1000)
+    assert item.snapshot(0, 5000).sum == 0  # not sampled yet: Java shows samples, not the live sum
+    item.add(5, 1, 9000)
+    snap = item.snapshot(0, 10_000)  # the 10 s sample took both
+    assert (snap.sum, snap.times, snap.avgpt) == (10, 2, 5.0)
+    assert snap.tps == pytest.approx(10 * 1000 / 20_000)  # first sample is one period back
+
+
+def test_stats_item_forgets_samples_older_than_its_window() -> None:
+    item = StatsItem(TOPIC_PUT_NUMS, "T", 0)
+    item.add(100, 1, 1000)
+    assert item.snapshot(0, 10_000).sum == 100
+    assert item.snapshot(0, 200_000).sum == 0  # minutes later: the last minute saw nothing
+    assert item.snapshot(1, 600_000).sum == 100  # the hour window still has it
+
+
+def test_store_tps_needs_enough_samples_like_java() -> None:
+    clock = Clock(noon_ms())
+    stats = BrokerStats("DefaultCluster", clock)
+    for _ in range(20):
+        clock.advance(1000)
+        stats.record_put("T", 3, 300, 0)
+    tps = stats.store_runtime_info()["putTps"].split(" ")
+    assert float(tps[0]) == pytest.approx(3.0)
+    assert tps[1:] == ["", ""]  # fewer than 60 and 600 samples: Java prints nothing
+
+
+def test_day_counters_move_at_midnight() -> None:
+    clock = Clock(noon_ms())
+    stats = BrokerStats("DefaultCluster", clock)
+    stats.record_put("T", 7, 700, 0)
+    stats.record_group_get("T", "g", 4, 400)
+    counters = stats.day_counters()
+    assert (counters["msgPutTotalTodayNow"], counters["msgGetTotalTodayNow"]) == (7, 4)
+    assert counters["msgPutTotalTodayMorning"] == 0
+    clock.advance(24 * 3600 * 1000)
+    stats.record_put("T", 1, 100, 0)
+    counters = stats.day_counters()
+    assert counters["msgPutTotalTodayMorning"] == 7
+    assert counters["msgGetTotalTodayMorning"] == 4
+    assert counters["msgPutTotalYesterdayMorning"] == 0
+    assert counters["msgPutTotalTodayNow"] == 8
+    clock.advance(24 * 3600 * 1000)
+    counters = stats.day_counters()
+    assert (counters["msgPutTotalYesterdayMorning"], counters["msgPutTotalTodayMorning"]) == (7, 8)
+
+
+def test_put_latency_distribution_and_percentiles_of_the_last_minute() -> None:
+    clock = Clock(noon_ms())
+    stats = BrokerStats("DefaultCluster", clock)
+    assert stats.store_runtime_info()["putMessageDistributeTime"] == "null"
+    for latency in [0] * 90 + [15] * 9 + [300]:
+        stats.record_put("T", 1, 100, latency)
+    clock.advance(61_000)
+    info = stats.store_runtime_info()
+    assert "[<=0ms]:90 " in info["putMessageDistributeTime"]
+    assert "[10~50ms]:9 " in info["putMessageDistributeTime"]
+    assert "[200~500ms]:1 " in info["putMessageDistributeTime"]
+    assert float(info["putLatency99"]) == pytest.approx(15.0, abs=1.0)
+    assert info["putMessageEntireTimeMax"] == "300"
+
+
+def test_group_gets_feed_consume_tps_and_broker_totals() -> None:
+    clock = Clock(noon_ms())
+    stats = BrokerStats("C", clock)
+    seen: list[tuple[str, str, int, int]] = []
+    stats.get_observers.append(lambda *args: seen.append(args))
+    for _ in range(6):
+        clock.advance(10_000)
+        stats.record_group_get("T", "g", 10, 1000)
+    clock.advance(10_000)
+    assert stats.group_get_tps("g", "T") == pytest.approx(1.0)  # 60 messages over the last minute
+    item = stats.item(GROUP_GET_NUMS, "T@g")
+    assert item is not None
+    assert item.value == 60
+    broker_item = stats.item(BROKER_GET_NUMS, "C")
+    assert broker_item is not None
+    assert broker_item.value == 60
+    assert seen[0] == ("T", "g", 10, 1000)
+    stats.record_group_get("T", "g", 0, 0)  # an empty pull counts nothing
+    assert len(seen) == 6
