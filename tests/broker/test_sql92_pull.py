@@ -22,7 +22,7 @@ from codec.message import MessageRecord, encode_record
 from codec.properties import RETRY_TOPIC, TAGS, encode_properties
 from gateway.connection import Connection
 from store.results import GetMessageResult, GetMessageStatus
-from tests.broker.test_messaging import records, running_broker, send_request
+from tests.broker.helpers import records, running_broker, send_request
 
 SQL92 = "SQL92"
 

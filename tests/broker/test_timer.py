@@ -21,8 +21,7 @@ from broker.timer.service import (
 from codec.codes import ResponseCode
 from codec.message import MessageRecord
 from codec.properties import DELAY, REAL_QID, REAL_TOPIC, decode_properties
-from tests.broker.test_messaging import send_request
-from tests.broker.test_transaction import pulled, running
+from tests.broker.helpers import pulled, running, send_request
 
 NOW = 1_700_000_000_500  # ms, not a multiple of the precision
 LIMITS = {"max_delay_sec": 3600, "precision_ms": 1000, "wheel_enable": True}

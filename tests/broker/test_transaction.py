@@ -5,19 +5,16 @@ the check-back to a live producer, the check limit, and a restart between send a
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import trio
 
-from broker.app import BrokerApp
 from broker.transaction.bridge import CHECK_MAX_TIME_TOPIC, HALF_TOPIC, OP_TOPIC, SYS_TRANS_GROUP
 from codec.bodies.heartbeat import HeartbeatData, ProducerData
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.headers.base import EmptyHeader
-from codec.headers.pull import PullSysFlag
 from codec.headers.send import SendMessageRequestHeaderV2
 from codec.headers.transaction import (
     TRANSACTION_COMMIT_TYPE,
@@ -26,15 +23,12 @@ from codec.headers.transaction import (
     CheckTransactionStateRequestHeader,
     EndTransactionRequestHeader,
 )
-from codec.message import MessageRecord, MessageSysFlag, decode_record, iter_records
+from codec.message import MessageRecord, MessageSysFlag, decode_record
 from codec.message_id import decode_offset_msg_id
 from codec.properties import PGROUP, TAGS, TRAN_MSG, decode_properties, encode_properties
-from gateway.client import connect
-from gateway.config import ServerConfig
 from gateway.connection import Connection
 from gateway.dispatch import Dispatcher, RequestContext
-from tests.broker.test_messaging import pull_request
-from tests.helpers import broker_config
+from tests.broker.helpers import pulled, running
 
 GROUP = "tx-pg"
 FAST = {"transaction_timeout": 300, "transaction_check_interval": 200}
@@ -110,30 +104,6 @@ async def heartbeat(conn: Connection) -> None:
         RemotingCommand.request(RequestCode.HEART_BEAT, EmptyHeader(), body=data.encode()), 5
     )
     assert resp.code == ResponseCode.SUCCESS
-
-
-async def pulled(conn: Connection, topic: str, queue_id: int = 1) -> list[MessageRecord]:
-    resp = await conn.invoke(
-        pull_request(topic, 0, queue_id=queue_id, suspend_ms=0, flags=PullSysFlag.SUBSCRIPTION), 5
-    )
-    return list(iter_records(resp.body)) if resp.code == ResponseCode.SUCCESS else []
-
-
-@asynccontextmanager
-async def running(
-    root: Path, producer: Producer | None = None, **fields: object
-) -> AsyncIterator[tuple[BrokerApp, Connection]]:
-    app = BrokerApp(broker_config(root, **fields), ServerConfig(port=0))
-    async with trio.open_nursery() as nursery:
-        await nursery.start(app.run)
-        try:
-            dispatcher = producer.dispatcher if producer is not None else None
-            async with connect(f"127.0.0.1:{app.server.port}", dispatcher) as conn:
-                yield app, conn
-        finally:
-            app.shutdown()
-            with trio.fail_after(10):
-                await app.wait_stopped()
 
 
 async def wait_for(predicate: Callable[[], Awaitable[bool]], seconds: float = 8.0) -> None:
