@@ -40,6 +40,7 @@ logger = logging.getLogger(__name__)
 
 JAVA_DEFAULTS_FILE = Path(__file__).with_name("java_broker_config.properties")
 CONFIG_BLACK_LIST = "configBlackList;brokerConfigPath"  # BrokerConfig.configBlackList default
+STORE_KEY_SPELLING = {"checkCrcOnRecover": "checkCRCOnRecover"}  # acronyms camel_case cannot restore
 DEFAULT_HA_PORT_OFFSET = 1  # BrokerStartup: haListenPort = listenPort + 1 unless configured
 THREAD_POOL_CAPACITIES = {  # BrokerConfig *ThreadPoolQueueCapacity defaults
     "sendThreadPoolQueueCapacity": 10000,
@@ -142,7 +143,8 @@ class BrokerStatusProcessor:
         store_config = broker.store.config
         for field in dataclasses.fields(store_config):
             value = getattr(store_config, field.name)
-            props[camel_case(field.name)] = (
+            key = camel_case(field.name)
+            props[STORE_KEY_SPELLING.get(key, key)] = (
                 ("true" if value else "false") if isinstance(value, bool) else str(value)
             )
         props.update(broker.config.to_properties())
