@@ -18,6 +18,8 @@ index files whose entries all point below it follow.
 
 from __future__ import annotations
 
+import logging
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -26,6 +28,8 @@ from store.commit_log import CommitLog
 from store.config import StoreConfig
 from store.consume_queue_store import ConsumeQueueStore
 from store.index_file import IndexService
+
+logger = logging.getLogger(__name__)
 
 
 def disk_usage_percent(path: str) -> float:
@@ -63,12 +67,38 @@ class CleanService:
             self.next_run = now_ms + self.config.clean_resource_interval
             self.run(now_ms)
 
-    def run(self, now_ms: int, manual: bool = False) -> int:
-        """One cleanup round; returns the number of commit-log files deleted."""
+    def check_disk(self) -> float:
+        """Measure disk use now; puts are refused above ``diskSpaceWarningLevelRatio``. Logs when
+        that changes. Returns the used percentage (-1 when it cannot be read)."""
         config = self.config
         ratio = self.disk_usage(config.commit_log_dir)
         self.last_disk_ratio = ratio
-        self.disk_ok = not ratio > config.disk_space_warning_level_ratio
+        ok = not ratio > config.disk_space_warning_level_ratio
+        if ok != self.disk_ok:
+            if ok:
+                logger.info("disk use back to %s: the store takes writes again", self.disk_report())
+            else:
+                logger.error(
+                    "disk full: %s, above diskSpaceWarningLevelRatio %d%%; the store refuses writes",
+                    self.disk_report(),
+                    config.disk_space_warning_level_ratio,
+                )
+        self.disk_ok = ok
+        return ratio
+
+    def disk_report(self) -> str:
+        """``93.1% used, 12.0 MiB free`` for the commit log's file system."""
+        try:
+            usage = shutil.disk_usage(self.config.commit_log_dir)
+        except OSError as err:
+            return f"unreadable ({err.strerror})"
+        used = 100.0 * (usage.total - usage.free) / usage.total if usage.total else 0.0
+        return f"{used:.1f}% used, {usage.free / 2**20:.1f} MiB free"
+
+    def run(self, now_ms: int, manual: bool = False) -> int:
+        """One cleanup round; returns the number of commit-log files deleted."""
+        config = self.config
+        ratio = self.check_disk()
         is_time = time.localtime(now_ms / 1000).tm_hour in config.delete_hours()
         space_full = ratio > config.disk_max_used_space_ratio
         forcibly = config.clean_file_forcibly_enable and ratio > config.disk_space_clean_forcibly_ratio
@@ -85,6 +115,20 @@ class CleanService:
                 break
             count += 1
         if count:
+            doomed = queue.files[:count]
+            end = doomed[-1].file_end_offset
+            messages = self.queues.units_below(end)
+            reason = "forcibly, disk above diskSpaceCleanForciblyRatio" if forcibly else "expired"
+            logger.warning(
+                "deleting %d commit-log file(s) %s..%s (%d MiB, %d message(s)): %s; disk %s",
+                count,
+                os.path.basename(doomed[0].path),
+                os.path.basename(doomed[-1].path),
+                count * self.commit_log.file_size // 2**20,
+                messages,
+                reason,
+                self.disk_report(),
+            )
             queue.delete_first(count)
             self.clean_queues()
         return count

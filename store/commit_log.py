@@ -100,7 +100,8 @@ class CommitLog:
 
         Ends the current file with a blank marker and creates the next one when they do not fit
         (``CommitLog.doAppend``'s END_OF_FILE). Raises :class:`MessageTooLargeError` when they
-        could never fit, :class:`StoreIOError` when a new file cannot be created.
+        could never fit, :class:`StoreIOError` when a new file cannot be created or no disk blocks
+        can be reserved for the bytes (:class:`DiskFullError`); nothing is written then.
         """
         if total + BLANK_MARKER_SIZE > self.file_size:
             raise MessageTooLargeError(
@@ -109,11 +110,13 @@ class CommitLog:
         mf = self.queue.last_for_write()
         if total + BLANK_MARKER_SIZE > mf.space_left:
             pos = mf.wrote_position
-            left = mf.space_left
+            mf.reserve(pos + BLANK_MARKER_SIZE)
+            nxt = self.queue.next_file()  # created before the marker ends this one (a full disk fails here)
             _UINT.pack_into(mf.mm, pos + 4, BLANK_MAGIC_CODE)
-            _INT.pack_into(mf.mm, pos, left)
+            _INT.pack_into(mf.mm, pos, mf.space_left)
             mf.wrote_position = self.file_size
-            mf = self.queue.last_for_write()
+            mf = nxt
+        mf.reserve(mf.wrote_position + total)
         return mf, mf.file_from_offset + mf.wrote_position
 
     @staticmethod

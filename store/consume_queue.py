@@ -147,10 +147,20 @@ class ConsumeQueue:
             mf = self.queue.last_for_write(expect)
         if expect != current:
             return False
+        mf.reserve(mf.wrote_position + CQ_STORE_UNIT_SIZE)
         UNIT.pack_into(mf.mm, mf.wrote_position, commit_log_offset, size, tags_code)
         mf.wrote_position += CQ_STORE_UNIT_SIZE
         self.max_physic_offset = commit_log_offset + size
         return True
+
+    def prepare(self, queue_offset: int, count: int) -> None:
+        """Create the file for unit ``queue_offset`` and reserve blocks for ``count`` units from it
+        (as far as that file goes), so a put fails on a full disk before its record is written.
+        Raises :class:`StoreIOError`."""
+        pos = queue_offset * CQ_STORE_UNIT_SIZE
+        mf = self.queue.last_for_write(pos)
+        if mf.file_from_offset <= pos < mf.file_end_offset:
+            mf.reserve(min(pos + count * CQ_STORE_UNIT_SIZE, mf.file_end_offset) - mf.file_from_offset)
 
     def flush(self) -> int:
         return self.queue.flush()
@@ -224,6 +234,10 @@ class ConsumeQueue:
             self.queue.truncate_dirty(end)
         self.max_physic_offset = new_max
         self.min_logic_offset = min(self.min_logic_offset, self.queue.max_offset)
+
+    def units_below(self, phy_offset: int) -> int:
+        """Units from the min offset whose record starts before ``phy_offset``."""
+        return self._first_unit_at_or_after(phy_offset) - self.min_offset
 
     def blank_units_in(self, start: int, end: int) -> int:
         """Overwrite units whose record starts in ``[start, end)`` with placeholders; returns how many."""

@@ -46,6 +46,10 @@ class ConsumeQueueStore:
         os.replace(os.path.join(self.root, cq.topic, str(cq.queue_id)), target)
         return target
 
+    def units_below(self, commit_log_offset: int) -> int:
+        """How many messages of all queues (from their min offsets) start before ``commit_log_offset``."""
+        return sum(cq.units_below(commit_log_offset) for cq in self.queues.values())
+
     def blank_units_in(self, start: int, end: int) -> int:
         """Turn every unit pointing into commit-log range ``[start, end)`` into a placeholder, which
         readers skip (a damaged record keeps its queue offset, so later ones keep theirs)."""

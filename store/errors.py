@@ -9,6 +9,9 @@ below are for opening, recovering and the few places where Java throws too.
 
 from __future__ import annotations
 
+import logging
+import time
+
 from codec.errors import RocketMQError
 
 _SYSTEM_ERROR = 1  # ResponseCode.SYSTEM_ERROR
@@ -59,3 +62,25 @@ class MessageTooLargeError(StoreError):
     """A record exceeds ``maxMessageSize`` or the size of a commit-log file."""
 
     response_code = _MESSAGE_ILLEGAL
+
+
+class RateLimitedLog:
+    """Logs at ERROR at most once every ``interval_s``, counting the lines suppressed in between, so a
+    condition that refuses every request (a full disk) says so clearly without flooding the log."""
+
+    def __init__(self, logger: logging.Logger, interval_s: float) -> None:
+        self.logger = logger
+        self.interval_s = interval_s
+        self._last = -interval_s
+        self.suppressed = 0
+
+    def log(self, msg: str, *args: object) -> None:
+        now = time.monotonic()
+        if now - self._last < self.interval_s:
+            self.suppressed += 1
+            return
+        if self.suppressed:
+            msg += f" ({self.suppressed} more like it since the last line)"
+        self.logger.error(msg, *args)
+        self._last = now
+        self.suppressed = 0

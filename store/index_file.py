@@ -42,7 +42,7 @@ from collections.abc import Callable
 
 from codec.hashing import java_string_hash
 from store.errors import StoreCorruptionError
-from store.mapped_file import MappedFile
+from store.mapped_file import PAGE_SIZE, MappedFile, reserve_chunk
 
 HEADER = struct.Struct(">qqqqii")
 HEADER_SIZE = 40  # IndexHeader.INDEX_HEADER_SIZE
@@ -72,11 +72,13 @@ class IndexFile:
         "begin_timestamp",
         "end_phy_offset",
         "end_timestamp",
+        "entries_reserved",
         "hash_slot_count",
         "hash_slot_num",
         "index_count",
         "index_num",
         "mf",
+        "reserved_pages",
     )
 
     def __init__(self, mf: MappedFile, hash_slot_num: int, index_num: int) -> None:
@@ -90,6 +92,8 @@ class IndexFile:
         self.end_phy_offset: int = fields[3]
         self.hash_slot_count: int = fields[4]
         self.index_count: int = max(fields[5], 1)  # IndexHeader.load: <= 0 means 1
+        self.reserved_pages: set[int] = set()  # slot-table pages given blocks by this process
+        self.entries_reserved = 0  # end of the entry area given blocks by this process
 
     @staticmethod
     def file_size(hash_slot_num: int, index_num: int) -> int:
@@ -156,12 +160,15 @@ class IndexFile:
         (slot_value,) = _SLOT.unpack_from(mm, slot_pos)
         if slot_value <= 0 or slot_value > self.index_count:
             slot_value = 0
+        if slot_value == 0:  # a slot in a page never written may be a hole: give it blocks first
+            self._reserve_page_of(slot_pos)
         if self.begin_timestamp <= 0:
             diff = 0
         else:
             diff = min(max((store_timestamp - self.begin_timestamp) // 1000, 0), _INT_MAX)
         count = self.index_count
         entry_pos = HEADER_SIZE + self.hash_slot_num * HASH_SLOT_SIZE + count * INDEX_SIZE
+        self.reserve_entries(count + 1)
         _ENTRY.pack_into(mm, entry_pos, key_hash, phy_offset, diff, slot_value)
         _SLOT.pack_into(mm, slot_pos, count)
         if count <= 1:
@@ -174,6 +181,23 @@ class IndexFile:
         self.end_timestamp = store_timestamp
         self.write_header()
         return True
+
+    def reserve_entries(self, count: int) -> None:
+        """Reserve blocks for the first ``count`` entries (in chunks); raises :class:`DiskFullError`."""
+        end = HEADER_SIZE + self.hash_slot_num * HASH_SLOT_SIZE + min(count, self.index_num) * INDEX_SIZE
+        if end > self.entries_reserved:
+            start = max(self.entries_reserved, end - INDEX_SIZE)
+            chunk = reserve_chunk(self.mf.file_size)
+            self.mf.reserve_range(start, chunk)
+            self.entries_reserved = min(start + chunk, self.mf.file_size)
+
+    def _reserve_page_of(self, pos: int) -> None:
+        """Reserve blocks for the page holding ``pos`` in the slot table (slots are written in hash
+        order, not sequentially, so they are reserved a page at a time as they are first used)."""
+        page = pos // PAGE_SIZE
+        if page not in self.reserved_pages:
+            self.mf.reserve_range(page * PAGE_SIZE, PAGE_SIZE)
+            self.reserved_pages.add(page)
 
     def is_time_matched(self, begin: int, end: int) -> bool:
         b, e = self.begin_timestamp, self.end_timestamp
@@ -268,6 +292,13 @@ class IndexService:
             if self.on_file_full is not None:
                 self.on_file_full(last.end_timestamp)
         return f
+
+    def prepare(self, keys: int) -> None:
+        """Make sure an index file with room for ``keys`` more entries exists and its blocks are
+        reserved, so a put fails on a full disk before its record is written. Raises
+        :class:`StoreIOError`."""
+        f = self.writable_file()
+        f.reserve_entries(f.index_count + keys)
 
     def build(self, topic: str, keys: list[str], phy_offset: int, store_timestamp: int) -> None:
         """Index ``keys`` of the record at ``phy_offset`` (``buildIndex``; the caller skips ROLLBACK).

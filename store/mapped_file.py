@@ -1,18 +1,24 @@
-"""One preallocated, memory-mapped store file (``org.apache.rocketmq.store.logfile.DefaultMappedFile``).
+"""One memory-mapped store file (``org.apache.rocketmq.store.logfile.DefaultMappedFile``).
 
 A mapped file is named by the 20-digit zero-padded decimal offset of its first byte in its queue
-(``UtilAll.offset2FileName``) and always has its full configured size: the Java broker refuses to
-load a commit-log or consume-queue file of any other length. New files are created with
-``posix_fallocate`` so their blocks are reserved up front; a full disk then fails here, at file
-creation, with :class:`DiskFullError`, instead of as a SIGBUS on a later write into a sparse map.
+(``UtilAll.offset2FileName``) and always has its full configured length: the Java broker refuses
+to load a commit-log or consume-queue file of any other length. As the Java broker's, new files are
+sparse (``ftruncate``): disk use follows the data written, not the number of files.
+
+Writing into a hole of a shared map on a full disk would kill the process with SIGBUS, so blocks
+are reserved ahead of the write position with ``posix_fallocate``, in chunks of
+:func:`reserve_chunk` (``preallocate``, on by default): :meth:`MappedFile.reserve` is called before
+anything is written and a full disk fails there, cleanly, with :class:`DiskFullError`.
 
 Positions kept in memory (all relative to the file start):
 
 * ``wrote_position``   end of the data written so far (appends go here);
-* ``flushed_position`` end of the data known to be on disk (``msync``'d).
+* ``flushed_position`` end of the data known to be on disk (``msync``'d);
+* ``reserved``         end of the blocks reserved so far (0 for a file opened from disk: the first
+  reservation covers what was written before, which costs nothing where blocks exist).
 
-The file itself records neither: recovery re-derives ``wrote_position`` by scanning (commit log,
-consume queue) or from a header (index). Writes go straight into the map; nothing is buffered.
+The file itself records none of them: recovery re-derives ``wrote_position`` by scanning (commit
+log, consume queue) or from a header (index). Writes go straight into the map; nothing is buffered.
 """
 
 from __future__ import annotations
@@ -28,6 +34,15 @@ from store.errors import DiskFullError, StoreCorruptionError, StoreIOError
 PAGE_SIZE = mmap.PAGESIZE
 FILE_NAME_DIGITS = 20  # UtilAll.offset2FileName
 _ZERO_CHUNK = bytes(1 << 20)
+RESERVE_CHUNK = 1 << 20  # blocks reserved ahead of the write position at a time, at most (1 MiB)
+
+
+def reserve_chunk(file_size: int) -> int:
+    """How much to reserve at a time: 1/1024 of the file, between a page and :data:`RESERVE_CHUNK`
+    (1 MiB for a 1 GiB commit-log file, 8 KiB for a 6 MB consume-queue file: a topic's many
+    queues then hold a few pages each, as the Java broker's sparse files do)."""
+    chunk = min(max(file_size // 1024, PAGE_SIZE), RESERVE_CHUNK)
+    return chunk - chunk % PAGE_SIZE
 
 
 def offset_to_file_name(offset: int) -> str:
@@ -45,16 +60,36 @@ def wrap_os_error(err: OSError, what: str) -> StoreIOError:
 class MappedFile:
     """A file of fixed size mapped read-write. Not thread-safe except :meth:`flush` (see below)."""
 
-    __slots__ = ("_fd", "file_from_offset", "file_size", "flushed_position", "mm", "path", "wrote_position")
+    __slots__ = (
+        "_fd",
+        "file_from_offset",
+        "file_size",
+        "flushed_position",
+        "mm",
+        "path",
+        "preallocate",
+        "reserved",
+        "wrote_position",
+    )
 
-    def __init__(self, path: str, file_from_offset: int, file_size: int, fd: int, mm: mmap.mmap) -> None:
+    def __init__(
+        self,
+        path: str,
+        file_from_offset: int,
+        file_size: int,
+        fd: int,
+        mm: mmap.mmap,
+        preallocate: bool = True,
+    ) -> None:
         self.path = path
         self.file_from_offset = file_from_offset
         self.file_size = file_size
         self._fd = fd
         self.mm = mm
+        self.preallocate = preallocate
         self.wrote_position = 0
         self.flushed_position = 0
+        self.reserved = 0
 
     # -- life cycle ------------------------------------------------------------------------------
 
@@ -77,24 +112,24 @@ class MappedFile:
         except OSError as err:
             raise wrap_os_error(err, f"create {path}") from err
         try:
-            if preallocate:
-                try:
-                    os.posix_fallocate(fd, 0, file_size)
-                except OSError as err:
-                    if err.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
-                        raise
-                    os.ftruncate(fd, file_size)
-            else:
-                os.ftruncate(fd, file_size)
+            os.ftruncate(fd, file_size)
             mm = mmap.mmap(fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         except OSError as err:
             os.close(fd)
             _unlink_quietly(path)
-            raise wrap_os_error(err, f"allocate {file_size} bytes for {path}") from err
-        return cls(path, file_from_offset, file_size, fd, mm)
+            raise wrap_os_error(err, f"create {file_size} bytes for {path}") from err
+        mf = cls(path, file_from_offset, file_size, fd, mm, preallocate)
+        try:
+            mf.reserve(1)
+        except StoreIOError:
+            mf.destroy()
+            raise
+        return mf
 
     @classmethod
-    def open(cls, path: str, file_size: int, named_by_offset: bool = True) -> MappedFile:
+    def open(
+        cls, path: str, file_size: int, named_by_offset: bool = True, preallocate: bool = True
+    ) -> MappedFile:
         """Map an existing file; raises :class:`StoreCorruptionError` if its length is not ``file_size``."""
         name = os.path.basename(path)
         if named_by_offset and (len(name) != FILE_NAME_DIGITS or not name.isdigit()):
@@ -116,7 +151,7 @@ class MappedFile:
         except StoreCorruptionError:
             os.close(fd)
             raise
-        return cls(path, int(name) if named_by_offset else 0, file_size, fd, mm)
+        return cls(path, int(name) if named_by_offset else 0, file_size, fd, mm, preallocate)
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -147,6 +182,31 @@ class MappedFile:
     def is_full(self) -> bool:
         return self.wrote_position >= self.file_size
 
+    def reserve(self, end: int) -> None:
+        """Make sure disk blocks back the file up to position ``end`` (rounded up to a chunk) before
+        anything is written there; raises :class:`DiskFullError` when the disk is full."""
+        if end <= self.reserved or not self.preallocate:
+            return
+        chunk = reserve_chunk(self.file_size)
+        target = min(self.file_size, -(-end // chunk) * chunk)
+        try:
+            os.posix_fallocate(self._fd, self.reserved, target - self.reserved)
+        except OSError as err:
+            if err.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                raise wrap_os_error(err, f"reserve {target - self.reserved} bytes of {self.path}") from err
+        self.reserved = target
+
+    def reserve_range(self, start: int, size: int) -> None:
+        """Reserve blocks for ``[start, start + size)`` anywhere in the file (index hash slots);
+        raises :class:`DiskFullError`."""
+        if not self.preallocate or start + size <= self.reserved:
+            return
+        try:
+            os.posix_fallocate(self._fd, start, min(size, self.file_size - start))
+        except OSError as err:
+            if err.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                raise wrap_os_error(err, f"reserve {size} bytes of {self.path}") from err
+
     def last_modified(self) -> float:
         """The file's mtime in seconds (what ``fileReservedTime`` is measured against)."""
         return os.stat(self.path).st_mtime
@@ -154,9 +214,11 @@ class MappedFile:
     # -- data ----------------------------------------------------------------------------------------
 
     def append(self, data: bytes | bytearray | memoryview) -> int:
-        """Copy ``data`` at ``wrote_position``; return the position it went to. The caller checks space."""
+        """Copy ``data`` at ``wrote_position``; return the position it went to. The caller checks space.
+        Raises :class:`DiskFullError` when no blocks can be reserved for it."""
         pos = self.wrote_position
         end = pos + len(data)
+        self.reserve(end)
         self.mm[pos:end] = data
         self.wrote_position = end
         return pos
@@ -168,12 +230,22 @@ class MappedFile:
         return self.mm[pos : pos + size]
 
     def zero(self, pos: int, size: int) -> None:
-        """Overwrite ``size`` bytes from ``pos`` with zeros (clears a truncated tail)."""
+        """Overwrite ``size`` bytes from ``pos`` with zeros (clears a truncated tail). Pages that read
+        as zeros already are left alone: they may be holes, and writing into a hole would need a
+        block (a SIGBUS on a full disk)."""
         end = min(pos + size, self.file_size)
+        mm = self.mm
         while pos < end:
-            step = min(end - pos, len(_ZERO_CHUNK))
-            self.mm[pos : pos + step] = _ZERO_CHUNK[:step]
-            pos += step
+            step = min(end - pos, len(_ZERO_CHUNK) - pos % len(_ZERO_CHUNK))
+            if mm[pos : pos + step] != _ZERO_CHUNK[:step]:  # memcmp of up to 1 MiB: holes pass fast
+                page_end = pos + step
+                while pos < page_end:
+                    n = min(page_end - pos, PAGE_SIZE - pos % PAGE_SIZE)
+                    if mm[pos : pos + n] != _ZERO_CHUNK[:n]:
+                        mm[pos : pos + n] = _ZERO_CHUNK[:n]
+                    pos += n
+            else:
+                pos += step
 
     def flush(self, up_to: int | None = None) -> int:
         """``msync`` the written data up to position ``up_to`` (default: all of it); returns the new

@@ -45,7 +45,7 @@ class MappedFileQueue:
                 if i == len(names) - 1 and os.path.getsize(path) == 0:
                     os.unlink(path)
                     continue
-                mf = MappedFile.open(path, self.file_size)
+                mf = MappedFile.open(path, self.file_size, preallocate=self.preallocate)
                 if files and mf.file_from_offset != files[-1].file_end_offset:
                     files.append(mf)
                     raise StoreCorruptionError(
@@ -140,6 +140,15 @@ class MappedFileQueue:
             self.files.append(mf)
         return mf
 
+    def next_file(self) -> MappedFile:
+        """Create the file after the last one (the last one is about to be marked full)."""
+        last = self.last
+        start = last.file_end_offset if last is not None else 0
+        mf = MappedFile.create(self.directory, start, self.file_size, self.preallocate)
+        with self._lock:
+            self.files.append(mf)
+        return mf
+
     def truncate_dirty(self, offset: int) -> None:
         """Make ``offset`` the end of the data: set the containing file's positions (zeroing the
         bytes cut off), delete later files."""
@@ -151,7 +160,7 @@ class MappedFileQueue:
                     old_end = max(mf.wrote_position, pos)
                     if old_end > pos:
                         # Zero what is cut off: stale units must not reappear at the next load.
-                        mf.mm[pos:old_end] = bytes(old_end - pos)
+                        mf.zero(pos, old_end - pos)
                     mf.wrote_position = pos
                     mf.flushed_position = min(mf.flushed_position, pos)
                     keep.append(mf)

@@ -34,6 +34,7 @@ everything and removes ``abort``.
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 import time
@@ -51,10 +52,10 @@ from store.checkpoint import (
 )
 from store.cleanup import CleanService, disk_usage_percent
 from store.commit_log import CommitLog
-from store.config import CQ_STORE_UNIT_SIZE, StoreConfig
+from store.config import StoreConfig
 from store.consume_queue_store import ConsumeQueueStore
 from store.dispatch import ArrivalListener, CommitLogDispatcher, has_queue_entry
-from store.errors import MessageTooLargeError, StoreClosedError, StoreIOError
+from store.errors import MessageTooLargeError, RateLimitedLog, StoreClosedError, StoreIOError
 from store.index_file import IndexService
 from store.mapped_file import PAGE_SIZE
 from store.message_reader import MessageReader
@@ -63,6 +64,9 @@ from store.recovery import recover
 from store.results import AppendMessageResult, PutMessageResult, PutMessageStatus
 
 _LONG = struct.Struct(">q")
+logger = logging.getLogger(__name__)
+REFUSAL_LOG_INTERVAL_S = 10.0  # refused puts: one ERROR line this often, with the count in between
+MAX_KEYS_RESERVED = 8  # index entries reserved per record before a put (UNIQ_KEY and a few KEYS)
 
 
 def system_clock_ms() -> int:
@@ -101,6 +105,8 @@ class MessageStore(MessageReader):
         self._lock: StoreLock | None = None
         self._open = False
         self._last_put = (0, 0)  # (end offset, store timestamp) of the newest put
+        self._dispatch_failed = False
+        self._refusals = RateLimitedLog(logger, REFUSAL_LOG_INTERVAL_S)
         self.put_times = 0  # successful puts (StoreStatsService.putMessageTimesTotal)
         self.put_message_count = 0  # records they stored
         self._next_cl_flush = 0
@@ -122,11 +128,13 @@ class MessageStore(MessageReader):
             if self.config.message_index_enable:
                 self.index.load()
             self.index.on_file_full = self._on_index_file_full
-            recover(
+            recovered = recover(
                 self.config, self.commit_log, self.queues, self.checkpoint, self.dispatcher, self.last_exit_ok
             )
+            self._dispatch_failed = not recovered.complete
             self.queue_offsets = self.queues.max_offsets()
             create_abort_file(self.config.abort_path)
+            self.cleaner.check_disk()  # a full disk at start: serve reads, refuse writes
         except BaseException:
             self._release_files()
             raise
@@ -168,8 +176,23 @@ class MessageStore(MessageReader):
 
     @property
     def writable(self) -> bool:
-        """False while disk use is above ``diskSpaceWarningLevelRatio``: puts are refused."""
-        return self.cleaner.disk_ok
+        """False while disk use is above ``diskSpaceWarningLevelRatio`` (puts are refused), and after
+        a consume queue or index could not be written."""
+        return self.cleaner.disk_ok and not self._dispatch_failed
+
+    def disk_report(self) -> str:
+        """Disk use and free space of the store, for log lines."""
+        return self.cleaner.disk_report()
+
+    def disk_util(self) -> str:
+        """``CL: 0.91 CQ: 0.91 INDEX: 0.91``: used ratio of the file systems of the commit log, the
+        consume queues and the index, as the Java broker's send remark shows it (``diskUtil``)."""
+        usage = self.cleaner.disk_usage
+        ratios = [
+            max(usage(path), 0.0) / 100
+            for path in (self.config.commit_log_dir, self.config.consume_queue_dir, self.config.index_dir)
+        ]
+        return "CL: {:5.2f} CQ: {:5.2f} INDEX: {:5.2f}".format(*ratios)
 
     def disk_used_ratio(self) -> float:
         """Used space of the commit log's file system, 0.0 to 1.0 (-1.0 when it cannot be read)."""
@@ -217,6 +240,11 @@ class MessageStore(MessageReader):
                 PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="message store is not open"
             )
         if not self.writable:
+            self._refusals.log(
+                "put refused: the message store is not writable (%s); disk %s",
+                "a consume queue or index write failed" if self._dispatch_failed else "disk full",
+                self.disk_report(),
+            )
             return PutMessageResult(
                 PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="message store is not writeable (disk full)"
             )
@@ -258,12 +286,13 @@ class MessageStore(MessageReader):
             # Create every file the dispatch will need before the record goes in, so that a full
             # disk fails the put cleanly instead of leaving a record without its queue unit.
             if next_offset > queue_offset:
-                self.queues.find_or_create(*key).queue.last_for_write(queue_offset * CQ_STORE_UNIT_SIZE)
+                self.queues.find_or_create(*key).prepare(queue_offset, next_offset - queue_offset)
             if self.config.message_index_enable:
-                self.index.writable_file()
+                self.index.prepare(MAX_KEYS_RESERVED * len(msgs))
         except MessageTooLargeError as err:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=str(err))
         except StoreIOError as err:
+            self._refusals.log("put refused: %s; disk %s", err, self.disk_report())
             return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(err))
         pos = 0
         for chunk, msg in zip(chunks, msgs, strict=True):
@@ -278,7 +307,20 @@ class MessageStore(MessageReader):
         dispatch = self.dispatcher.dispatch_record
         on_arrival = self.on_arrival
         for chunk, msg, props in zip(chunks, msgs, props_list, strict=True):
-            req = dispatch(msg, msg.physical_offset, len(chunk), props)
+            try:
+                req = dispatch(msg, msg.physical_offset, len(chunk), props)
+            except StoreIOError as err:
+                # The record is in the commit log (acknowledged below); the next start re-dispatches
+                # it. Until then the store takes no writes (Java's makeLogicsQueueError).
+                self._dispatch_failed = True
+                logger.error(
+                    "consume queue/index write failed at commit-log offset %d: %s; the store refuses "
+                    "writes until restarted (disk %s)",
+                    msg.physical_offset,
+                    err,
+                    self.disk_report(),
+                )
+                continue
             if on_arrival is not None and req.has_queue_entry:
                 on_arrival(req, props)
         return PutMessageResult(

@@ -36,6 +36,7 @@ import mmap
 import os
 import struct
 import time
+from typing import NamedTuple
 
 from codec.message import MESSAGE_MAGIC_CODE_V1, MESSAGE_MAGIC_CODE_V2, SYS_FLAG_POS, MessageRecord
 from codec.properties import decode_properties
@@ -44,6 +45,7 @@ from store.commit_log import CommitLog, store_timestamp_pos
 from store.config import StoreConfig
 from store.consume_queue_store import ConsumeQueueStore
 from store.dispatch import CommitLogDispatcher
+from store.errors import StoreIOError
 from store.mapped_file import MappedFile
 
 logger = logging.getLogger(__name__)
@@ -62,10 +64,9 @@ def recover(
     checkpoint: StoreCheckpoint,
     dispatcher: CommitLogDispatcher,
     clean: bool,
-) -> int:
-    """Bring the commit log, consume queues and index into agreement (module docstring); returns
-    the recovered end of the commit log. Records are re-dispatched through ``dispatcher``, the
-    same step a put uses."""
+) -> Recovered:
+    """Bring the commit log, consume queues and index into agreement (module docstring). Records
+    are re-dispatched through ``dispatcher``, the same step a put uses."""
     damaged_dir = os.path.join(config.store_path_root_dir, DAMAGED_DIR)
     rebuild = False
     for cq in queues.recover():
@@ -81,7 +82,7 @@ def recover(
     files = commit_log.queue.files
     if not files:
         queues.destroy()
-        return 0
+        return Recovered(0, True)
     index = dispatcher.index
     start = 0 if rebuild else _start_file(config, files, max_phy_cq, checkpoint, clean)
     if config.message_index_enable and index.files:
@@ -98,8 +99,22 @@ def recover(
             durable = min(durable, index.end_phy_offset)
         start_offset = max(start_offset, durable)
 
+    dispatch_failed: list[StoreIOError] = []
+
     def visit(offset: int, size: int, record: MessageRecord) -> None:
-        dispatcher.dispatch_record(record, offset, size, decode_properties(record.properties))
+        if dispatch_failed:
+            return
+        try:
+            dispatcher.dispatch_record(record, offset, size, decode_properties(record.properties))
+        except StoreIOError as err:
+            # A full disk: open anyway and serve what is dispatched; the next start goes on from here.
+            dispatch_failed.append(err)
+            logger.error(
+                "consume queues/index not rebuilt from commit-log offset %d on: %s; records after it "
+                "are not served until the store restarts with room",
+                offset,
+                err,
+            )
 
     def damaged(first: int, end: int) -> None:
         kept = _keep_aside(damaged_dir, commit_log.read_range(first, end), f"commitlog-{first}-{end}")
@@ -124,7 +139,12 @@ def recover(
     queues.truncate_dirty(end)
     queues.correct_min_offsets(commit_log.min_offset)
     checkpoint.confirm_phy_offset = end
-    return end
+    return Recovered(end, not dispatch_failed)
+
+
+class Recovered(NamedTuple):
+    end: int  # the recovered end of the commit log
+    complete: bool  # False: a full disk stopped the rebuild of consume queues/index part way
 
 
 def _start_file(
