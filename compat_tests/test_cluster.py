@@ -189,3 +189,44 @@ def test_sends_reach_both_brokers_and_survive_a_killed_broker(
     )
     missing = wanted - {r["msgId"] for r in of(events, "received")}
     assert not missing, f"{len(missing)} acknowledged messages lost"
+
+
+def compose_command() -> list[str]:
+    """``docker compose`` (v2) when the plugin is there, else Debian's ``docker-compose`` (v1);
+    scripts/setup-docker.sh installs one of them."""
+    v2 = subprocess.run(["docker", "compose", "version"], capture_output=True, check=False, timeout=30)
+    return ["docker", "compose"] if v2.returncode == 0 else ["docker-compose"]
+
+
+def test_compose_cluster(tmp_path: Path) -> None:
+    """docker/compose.yaml on free ports: both brokers register, a topic created on the cluster
+    takes a producer's sends on both, and a push consumer receives them all."""
+    ports = {
+        "RMQ_NAMESRV_PORT": free_port(("127.0.0.1",)),
+        "RMQ_BROKER_A_PORT": free_port(("127.0.0.1",)),
+        "RMQ_BROKER_B_PORT": free_port(("127.0.0.1",)),
+    }
+    env = {**os.environ, **{k: str(v) for k, v in ports.items()}}
+    compose = [*compose_command(), "-f", str(REPO / "docker" / "compose.yaml"), "-p", f"rmqtest{os.getpid()}"]
+    namesrv = f"127.0.0.1:{ports['RMQ_NAMESRV_PORT']}"
+    home = tmp_path / "clients"
+    try:
+        subprocess.run([*compose, "up", "-d"], env=env, check=True, timeout=180, capture_output=True)
+        ready = wait_ready(namesrv, 60, min_brokers=2)
+        assert ready.masters == {
+            "broker-a": f"127.0.0.1:{ports['RMQ_BROKER_A_PORT']}",
+            "broker-b": f"127.0.0.1:{ports['RMQ_BROKER_B_PORT']}",
+        }
+        out = run_mqadmin(namesrv, "updateTopic", "-c", "DefaultCluster", "-t", "Compose", home=home)
+        assert out.count("create topic to") == 2, out
+        wait_ready(namesrv, READY_S, min_brokers=2, topic="Compose")
+        line = CLIENT_LINES[-1]
+        sent = of(run_scenario(line, "produce", namesrv, home, STEP_S, topic="Compose", count=100), "sent")
+        assert {e["brokerName"] for e in sent} == set(BROKERS)
+        options = {"group": "compose", "topic": "Compose", "expect": 100}
+        events = run_scenario(line, "consume", namesrv, home, STEP_S, **options)
+        assert acknowledged(sent) <= {r["msgId"] for r in of(events, "received")}
+    finally:
+        subprocess.run(
+            [*compose, "down", "-v", "-t", "20"], env=env, check=False, timeout=120, capture_output=True
+        )

@@ -3,10 +3,11 @@
 #   1. a Docker engine: if none answers, installs docker.io (Debian) and starts dockerd;
 #   2. the base image (docker/build-base.sh: debootstrap + docker import, no registry), rebuilt
 #      only when build-base.sh changed (cache key in the image label org.rocketmq-gateway.key);
-#   3. the gateway image (docker/Dockerfile) from a wheelhouse built here, rebuilt only when the
+#   3. docker compose (v2) or docker-compose (Debian's v1), installed if neither is there;
+#   4. the gateway image (docker/Dockerfile) from a wheelhouse built here, rebuilt only when the
 #      sources, pyproject.toml, docker/ or the base image changed (same label).
 # Fails (non-zero, with the reason) when any step cannot be done: the container tests must fail,
-# not skip, on a machine without Docker. Needs root only to install or start the engine.
+# not skip, on a machine without Docker. Needs root only to install packages or start dockerd.
 #
 #   RMQ_GATEWAY_IMAGE  image to build            (default rmq-gateway:local)
 #   RMQ_BASE_IMAGE     base image; when set, used as is (e.g. python:3.11-slim-bookworm) instead
@@ -97,6 +98,20 @@ ensure_gateway() {
   say "$IMAGE built ($(docker image inspect -f '{{.Size}}' "$IMAGE") bytes)"
 }
 
+ensure_compose() {
+  # docker/compose.yaml's test runs `docker compose` (v2 plugin) or Debian's docker-compose (v1).
+  if docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null; then
+    return
+  fi
+  [ "$(id -u)" = 0 ] || die "neither docker compose nor docker-compose, and not root to install it"
+  say "installing docker-compose"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-compose >/tmp/rmq-compose-apt.log 2>&1 ||
+    { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-compose \
+        >/tmp/rmq-compose-apt.log 2>&1; } ||
+    { tail -20 /tmp/rmq-compose-apt.log >&2; die "apt-get install docker-compose failed"; }
+}
+
 ensure_engine
 ensure_base
+ensure_compose
 ensure_gateway
