@@ -172,6 +172,36 @@ def test_sql92_selects_exactly_the_matching_messages(
 
 
 @pytest.mark.parametrize("line", CLIENT_LINES)
+def test_redelivery_from_the_retry_topic_keeps_to_the_matching_messages(
+    filtering: Target, tmp_path_factory: pytest.TempPathFactory, line: str
+) -> None:
+    """Each matching message is first answered RECONSUME_LATER: it comes back from the group's
+    retry topic (reconsumeTimes 1) and is then acknowledged; non-matching ones never show up."""
+    home = tmp_path_factory.mktemp(f"retry-{filtering.name}-{short(line)}")
+    topic = f"Sql92Retry{short(line)}"
+    produce_messages(filtering, home, line, topic)
+    sql, selects = CASES[0]
+    expected = {f"m{i}" for i, (tag, props) in enumerate(MESSAGES) if selects(tag, props)}
+    events = run_filter_scenario(
+        line,
+        "consume",
+        filtering,
+        home,
+        topic=topic,
+        settle_ms=SETTLE_MS,
+        sql0=sql,
+        group0=f"sql92Retry{short(line)}",
+        expect0=len(expected),
+        later0=1,
+    )
+    received = of(events, "received")
+    assert {e["body"] for e in received} == expected
+    redelivered = {e["body"] for e in received if e["reconsumeTimes"] >= 1 and e["status"] == "success"}
+    assert redelivered == expected
+    assert of(events, "done")[0]["acked"] == len(expected)
+
+
+@pytest.mark.parametrize("line", CLIENT_LINES)
 @pytest.mark.parametrize(
     ("sql", "remark_start"),
     [

@@ -28,13 +28,16 @@ import org.apache.rocketmq.common.message.MessageExt;
  * <pre>
  * produce namesrv=H:P topic=T messages=TAG|k=v|k=v;TAG|k=v ...   bodies are "m0", "m1", ...
  *   events: sent {i, body, status}, done {sent}
- * consume namesrv=H:P topic=T timeout=S settle-ms=N sql0=... group0=... expect0=N [sql1=... ...]
+ * consume namesrv=H:P topic=T timeout=S settle-ms=N sql0=... group0=... expect0=N [later0=N] [sql1=...]
  *   one push consumer per sqlK (MessageSelector.bySql), all from the first offset, in one JVM;
- *   events: start_error {k, code, error} when start() fails (the broker refused the subscription),
- *   received {k, body, tags, props}, done {k, received, distinct} per consumer.
+ *   laterK: answer RECONSUME_LATER that many times per message before CONSUME_SUCCESS (the
+ *   redeliveries come from the group's retry topic);
+ *   events: start_error {k, code, remark, error} when start() fails (the broker refused the
+ *   subscription), received {k, body, tags, props, reconsumeTimes, status}, done {k, received,
+ *   distinct, acked} per consumer.
  * </pre>
- * A consumer is done when it has seen expectK distinct bodies and then settle-ms more passed
- * (messages that should not match have that long to show up), or at the timeout.
+ * A consumer is done when it has acknowledged expectK distinct bodies and then settle-ms more
+ * passed (messages that should not match have that long to show up), or at the timeout.
  */
 public final class FilterScenario {
     private static PrintStream out;
@@ -171,12 +174,16 @@ public final class FilterScenario {
         long settleNs = Long.parseLong(args.getOrDefault("settle-ms", "3000")) * 1_000_000L;
         List<DefaultMQPushConsumer> started = new ArrayList<>();
         List<Integer> keys = new ArrayList<>();
-        Map<Integer, Set<String>> seen = new TreeMap<>();
+        Map<Integer, Set<String>> seen = new TreeMap<>(); // acknowledged bodies
+        Map<Integer, Set<String>> received = new TreeMap<>(); // delivered bodies
         Map<Integer, Integer> deliveries = new ConcurrentHashMap<>();
         try {
             for (int k = 0; args.containsKey("sql" + k); k++) {
                 final int key = k;
                 Set<String> bodies = ConcurrentHashMap.newKeySet();
+                Set<String> acked = ConcurrentHashMap.newKeySet();
+                Map<String, Integer> answers = new ConcurrentHashMap<>();
+                int later = Integer.parseInt(args.getOrDefault("later" + k, "0"));
                 DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(args.get("group" + k));
                 consumer.setNamesrvAddr(args.get("namesrv"));
                 consumer.setVipChannelEnabled(false);
@@ -184,17 +191,28 @@ public final class FilterScenario {
                 consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
                 consumer.subscribe(args.get("topic"), MessageSelector.bySql(args.get("sql" + k)));
                 consumer.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+                    boolean retry = false;
+                    List<String> batch = new ArrayList<>();
                     for (MessageExt m : msgs) {
                         String body = new String(m.getBody(), StandardCharsets.UTF_8);
                         bodies.add(body);
+                        batch.add(body);
                         deliveries.merge(key, 1, Integer::sum);
+                        boolean again = answers.merge(body, 1, Integer::sum) <= later;
+                        retry |= again;
                         Map<String, Object> ev = event("received");
                         ev.put("k", key);
                         ev.put("body", body);
                         ev.put("tags", m.getTags());
                         ev.put("props", new TreeMap<String, Object>(m.getProperties()));
+                        ev.put("reconsumeTimes", m.getReconsumeTimes());
+                        ev.put("status", again ? "later" : "success");
                         emit(ev);
                     }
+                    if (retry) {
+                        return ConsumeConcurrentlyStatus.RECONSUME_LATER;
+                    }
+                    acked.addAll(batch);
                     return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
                 });
                 try {
@@ -211,7 +229,8 @@ public final class FilterScenario {
                 }
                 started.add(consumer);
                 keys.add(key);
-                seen.put(key, bodies);
+                seen.put(key, acked);
+                received.put(key, bodies);
             }
             long[] doneAt = new long[keys.size()];
             while (System.nanoTime() < deadline) {
@@ -237,7 +256,8 @@ public final class FilterScenario {
             Map<String, Object> done = event("done");
             done.put("k", key);
             done.put("received", deliveries.getOrDefault(key, 0));
-            done.put("distinct", seen.get(key).size());
+            done.put("distinct", received.get(key).size());
+            done.put("acked", seen.get(key).size());
             emit(done);
         }
     }
