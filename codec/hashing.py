@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import operator
 from functools import lru_cache
 
 import crcmod.predefined
@@ -16,10 +17,20 @@ _crc32 = crcmod.predefined.mkCrcFun("crc-32")
 _MASK32 = 0xFFFFFFFF
 
 
+_POWERS = 1024  # 31^k mod 2^32 for k below this, highest first: String.hashCode as one dot product
+_POWERS_DESC = [pow(31, k, 1 << 32) for k in range(_POWERS - 1, -1, -1)]
+
+
 def java_string_hash(text: str) -> int:
-    """Java ``String.hashCode()``: Σ s[i]·31^(n−1−i) over UTF-16 code units, as a signed int32."""
+    """Java ``String.hashCode()``: Σ s[i]·31^(n−1−i) over UTF-16 code units, as a signed int32.
+
+    ASCII text (keys, tags, property names) takes a dot product with precomputed powers, done in C
+    by ``map``/``sum``: a few times faster than the per-character loop that the rest uses."""
     h = 0
-    if text.isascii():
+    n = len(text)
+    if text.isascii() and n <= _POWERS:
+        h = sum(map(operator.mul, text.encode("ascii"), _POWERS_DESC[_POWERS - n :])) & _MASK32
+    elif text.isascii():
         for ch in text.encode("ascii"):
             h = (31 * h + ch) & _MASK32
     else:
