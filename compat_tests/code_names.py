@@ -1,8 +1,9 @@
 """Names of remoting request and response codes, as the Java constants spell them.
 
 Facts listed from ``RequestCode`` / ``ResponseCode`` / ``RemotingSysResponseCode`` of Apache RocketMQ
-5.3.3 (spec section 2), plus the four ACL 1.0 request codes that only 4.9.x defines. Kept apart from
-``codec/`` on purpose: the frame oracle must not share tables with the code it checks.
+5.3.3 (``org.apache.rocketmq.remoting.protocol``), plus the four ACL 1.0 request codes that only
+4.9.x defines. Kept apart from ``codec/`` on purpose: the frame oracle must not share tables with
+the code it checks.
 """
 
 from __future__ import annotations

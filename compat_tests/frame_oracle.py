@@ -1,6 +1,7 @@
 """An independent, declarative decoder of remoting frames and stored message records.
 
-Built with ``construct`` straight from the protocol spec (sections 1.1, 1.3, 1.4, 4.1, 4.3, 4.4) and
+Built with ``construct`` straight from the Java classes (``RemotingCommand``, ``RocketMQSerializable``,
+``MessageDecoder``, ``MessageExtEncoder``) and
 deliberately sharing nothing with ``codec/``: it is the test oracle the codec is checked against and
 the decoder that writes the readable sidecars of ``tests/golden``. Speed does not matter here;
 clarity and strictness do (every length is checked, trailing bytes are errors).
@@ -9,9 +10,9 @@ Layouts:
 
 * ``FRAME``: int32 length (not counting itself), a header word whose high byte is the serialize
   type (0 JSON, 1 ROCKETMQ) and whose low 24 bits are the header length, the header, the body.
-* ``ROCKETMQ_HEADER``: the binary header of spec 1.4.
-* ``MESSAGE_RECORD``: one stored record of spec 4.1 (both magic codes, IPv4/IPv6 hosts by sysflag).
-* ``BATCH_ENTRY``: one entry of a SEND_BATCH_MESSAGE body (spec 4.4).
+* ``ROCKETMQ_HEADER``: the binary header of ``RocketMQSerializable.rocketMQProtocolEncode``.
+* ``MESSAGE_RECORD``: one stored record (``MessageDecoder``; both magic codes, IPv4/IPv6 hosts by sysflag).
+* ``BATCH_ENTRY``: one entry of a SEND_BATCH_MESSAGE body (``MessageDecoder.encodeMessages``).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ RPC_ONEWAY = 0x2  # flag bit 1: oneway request
 MAGIC_V1 = 0xDAA320A7  # MessageVersion.MESSAGE_VERSION_V1 (1-byte topic length)
 MAGIC_V2 = 0xDAA320AB  # MessageVersion.MESSAGE_VERSION_V2 (2-byte topic length)
 BLANK_MAGIC = 0xCBD43194  # end-of-file marker of a commit-log file
-BORNHOST_V6_FLAG = 0x10  # MessageSysFlag bits (spec 4.2)
+BORNHOST_V6_FLAG = 0x10  # MessageSysFlag bits
 STOREHOST_V6_FLAG = 0x20
 COMPRESSED_FLAG = 0x1
 TRANSACTION_TYPES = {0x0: "NOT_TYPE", 0x4: "PREPARED_TYPE", 0x8: "COMMIT_TYPE", 0xC: "ROLLBACK_TYPE"}
@@ -353,7 +354,7 @@ def describe_record(record: Any) -> dict[str, Any]:
         "topic": record.topic,
         "properties": record.properties,
         "properties_map": decode_properties(record.properties),
-        # offset message id (spec 4.6): store ip, store port, physical offset, upper-case hex
+        # offset message id (MessageDecoder.createMessageId): store ip, store port, physical offset, hex
         "offset_msg_id": (
             store_ip
             + record.store_host.port.to_bytes(4, "big", signed=True)
@@ -374,7 +375,8 @@ def describe_record(record: Any) -> dict[str, Any]:
 
 
 def describe_batch(body: bytes) -> list[dict[str, Any]]:
-    """The entries of a SEND_BATCH_MESSAGE body (spec 4.4). Raises OracleError if malformed."""
+    """The entries of a SEND_BATCH_MESSAGE body (``MessageDecoder.decodeMessages``). Raises OracleError
+    if malformed."""
     entries: list[dict[str, Any]] = []
     pos = 0
     while pos < len(body):

@@ -4,8 +4,9 @@
 4.9.8 and 5.3.3, for single and batch sends), so the recorder sends it itself, through the broker
 proxy: as SEND_MESSAGE_V2 (the 5.3.3 broker answers SYSTEM_ERROR, a NullPointerException on the
 null body) and as a one-entry SEND_BATCH_MESSAGE whose entry has a zero-length body (stored). Frames
-are built by hand from the spec (1.1, 1.3, 3.1, 4.4) with a JSON header and language ``PYTHON``;
-nothing here is shared with ``codec/``.
+are built by hand (``RemotingCommand.encode``, ``SendMessageRequestHeaderV2``,
+``MessageDecoder.encodeMessages``) with a JSON header and language ``PYTHON``; nothing here is
+shared with ``codec/``.
 """
 
 from __future__ import annotations
@@ -84,7 +85,8 @@ def send_message_v2(
 
 
 def batch_entry(body: bytes, properties: str, flag: int = 0) -> bytes:
-    """One entry of a batch body (spec 4.4): size, magic 0, crc 0, flag, body, properties."""
+    """One entry of a batch body (``MessageDecoder.encodeMessage``): size, magic 0, crc 0, flag, body,
+    properties."""
     props = properties.encode()
     rest = struct.pack(">iiii", 0, 0, flag, len(body)) + body + struct.pack(">h", len(props)) + props
     return struct.pack(">i", 4 + len(rest)) + rest
