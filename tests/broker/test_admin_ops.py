@@ -26,7 +26,7 @@ from codec.headers.base import EmptyHeader
 from gateway.client import connect
 from gateway.dispatch import Dispatcher, RequestContext
 from gateway.properties import parse_properties
-from tests.broker.test_messaging import pull_request, running_broker, send_request
+from tests.broker.helpers import pull_request, running_broker, send_request
 
 JAVA_RUNTIME_KEYS = {  # GET_BROKER_RUNTIME_INFO keys of a 5.3.3 broker (no timer wheel, no transient pool)
     "EndTransactionQueueSize", "EndTransactionThreadPoolQueueCapacity", "ackThreadPoolQueueCapacity",
