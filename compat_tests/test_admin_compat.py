@@ -1,0 +1,504 @@
+"""Issue 15: the operations subcommands of ``mqadmin`` 5.3.3 and the statistics and metrics behind
+them, run against our gateway AND the real Apache RocketMQ 5.3.3 broker after the same traffic
+(a live push consumer, a producer), with identical assertions.
+
+Each subcommand's output is checked for what an operator reads (success lines, table headers,
+rows naming the topic and group, figures that moved with the traffic), and the two targets'
+outputs are compared for shape: the same keys in ``brokerStatus``, every real key in
+``getBrokerConfig`` / ``getNamesrvConfig``. The Prometheus endpoint of both (``metricsExporterType
+=PROM``) is scraped after a bounded load and its counters checked against the messages sent and
+consumed.
+
+To keep JVM start-ups few, the subcommands run in batches inside one JVM (``MqadminBatch``, a
+single-file Java program calling ``MQAdminStartup.main0`` once per line), and the two targets run
+in parallel threads.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from compat_tests.golden_servers import free_port
+from compat_tests.reference import REFERENCE_LIB
+from compat_tests.scenario import CLIENT_LINES, ScenarioProcess, of, run_scenario, start_scenario
+from compat_tests.targets import GatewayTarget, ReferenceTarget, Target, start_target
+
+pytestmark = [pytest.mark.compat, pytest.mark.slow]
+
+LINE = CLIENT_LINES[-1]
+TOPIC, GROUP = "OpsTopic", "opsGroup"
+SENT = 300  # messages of the first producer run; the consumer must see them all
+LOAD = 600  # messages of the second run, sent while the subcommands run
+STEP_S = 120.0
+RESET_WAIT_S = 60.0  # the client waits 10 s after RESET_CONSUMER_CLIENT_OFFSET, then rebalances
+MIN_UPTIME_S = 70.0  # of the broker before its statistics are read
+BATCH_TIMEOUT_S = 300.0
+
+BATCH_SOURCE = r"""
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+
+/** Runs mqadmin subcommands in one JVM: one per stdin line, tab-separated, the first field a name. */
+public final class MqadminBatch {
+    public static void main(String[] argv) throws Exception {
+        PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true,
+            StandardCharsets.UTF_8);
+        System.setOut(out);
+        System.setErr(out);
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.isEmpty()) {
+                continue;
+            }
+            String[] parts = line.split("\t");
+            out.println();
+            out.println("@@@BEGIN " + parts[0]);
+            try {
+                org.apache.rocketmq.tools.command.MQAdminStartup.main0(
+                    java.util.Arrays.copyOfRange(parts, 1, parts.length), null);
+            } catch (Throwable t) {
+                t.printStackTrace(out);
+            }
+            out.println();
+            out.println("@@@END " + parts[0]);
+        }
+        System.exit(0);
+    }
+}
+"""
+
+
+TRANSIENT = ("RemotingTimeoutException", "RemotingConnectException", "RemotingSendRequestException")
+BATCH_RETRIES = 2  # a shared CI machine can stall a JVM past mqadmin's 3-5 s request timeouts
+_compiled: dict[str, Path] = {}
+_compile_lock = threading.Lock()
+
+
+def batch_classes(workdir: Path) -> Path:
+    """``MqadminBatch`` compiled once per test session."""
+    with _compile_lock:
+        if "dir" not in _compiled:
+            out = workdir / "mqadmin-batch"
+            out.mkdir(parents=True, exist_ok=True)
+            source = out / "MqadminBatch.java"
+            source.write_text(BATCH_SOURCE)
+            subprocess.run(
+                ["javac", "-nowarn", "-d", str(out), "-cp", f"{REFERENCE_LIB}/*", str(source)],
+                check=True,
+                capture_output=True,
+                timeout=BATCH_TIMEOUT_S,
+            )
+            _compiled["dir"] = out
+        return _compiled["dir"]
+
+
+def _run_batch(namesrv: str, commands: dict[str, list[str]], home: Path) -> dict[str, str]:
+    stdin = "".join("\t".join([name, *args, "-n", namesrv]) + "\n" for name, args in commands.items())
+    classes = batch_classes(home.parent)
+    result = subprocess.run(
+        ["java", "-Xmx256m", f"-Duser.home={home}", "-cp", f"{classes}:{REFERENCE_LIB}/*", "MqadminBatch"],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=home,  # consumerStatus writes its running-info files into the working directory
+        timeout=BATCH_TIMEOUT_S,
+        check=False,
+    )
+    outputs: dict[str, str] = {}
+    current: str | None = None
+    lines: list[str] = []
+    for line in result.stdout.splitlines():
+        if line.startswith("@@@BEGIN "):
+            current, lines = line[len("@@@BEGIN ") :], []
+        elif line.startswith("@@@END ") and current is not None:
+            outputs[current] = "\n".join(lines)
+            current = None
+        elif current is not None and line.strip() and " |-" not in line and "logback" not in line:
+            lines.append(line)
+    missing = set(commands) - set(outputs)
+    assert not missing, f"batch ended early ({result.returncode}): {missing}\n{result.stdout[-3000:]}"
+    return outputs
+
+
+def mqadmin_batch(namesrv: str, commands: dict[str, list[str]], home: Path) -> dict[str, str]:
+    """Run ``commands`` (name -> mqadmin arguments) in one JVM; returns each one's output. Commands
+    that failed on a client-side timeout are run again (at most ``BATCH_RETRIES`` times)."""
+    outputs = _run_batch(namesrv, commands, home)
+    for _ in range(BATCH_RETRIES):
+        again = {n: a for n, a in commands.items() if any(t in outputs[n] for t in TRANSIENT)}
+        if not again:
+            break
+        outputs.update(_run_batch(namesrv, again, home))
+    return outputs
+
+
+@dataclass
+class Run:
+    """Everything one target produced: the mqadmin outputs, the clients' events, the scrapes."""
+
+    name: str
+    out: dict[str, str] = field(default_factory=dict)
+    sent: int = 0
+    consumed_distinct: int = 0
+    redelivered: int = 0
+    metrics_before: str = ""
+    metrics_after: str = ""
+    consumed_between: int = 0
+    sent_between: int = 0
+
+
+def broker_addr(target: Target) -> str:
+    if isinstance(target, GatewayTarget):
+        return f"127.0.0.1:{target.broker_port}"
+    assert isinstance(target, ReferenceTarget)
+    return f"127.0.0.1:{target.servers.broker_port}"
+
+
+def scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        return str(response.read().decode())
+
+
+def counter_sum(text: str, name: str, **labels: str) -> float:
+    """Sum of a metric's samples whose labels include ``labels``."""
+    total = 0.0
+    for line in text.splitlines():
+        match = re.match(rf"{name}\{{(.*)\}} (\S+)(?: \d+)?$", line)  # Java's exporter adds a timestamp
+        if match and all(f'{k}="{v}"' in match.group(1) for k, v in labels.items()):
+            total += float(match.group(2))
+    return total
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+def exercise(name: str, workdir: Path) -> Run:
+    """The scenario, identical for both targets."""
+    metrics_port = free_port(("127.0.0.1",))
+    conf = {
+        "metricsExporterType": "PROM",
+        "metricsPromExporterHost": "127.0.0.1",
+        "metricsPromExporterPort": str(metrics_port),
+    }
+    target = start_target(name, workdir / "servers", conf)
+    started = time.monotonic()
+    run = Run(name)
+    home = workdir / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    consumer: ScenarioProcess | None = None
+    try:
+        naddr, addr = target.namesrv_addr, broker_addr(target)
+        first = mqadmin_batch(
+            naddr, {"updateTopic": ["updateTopic", "-b", addr, "-t", TOPIC, "-r", "2", "-w", "2"]}, home
+        )
+        assert "success" in first["updateTopic"], first
+        sent = of(
+            run_scenario(LINE, "produce", naddr, home, STEP_S, topic=TOPIC, count=SENT, group="opsProducer"),
+            "sent",
+        )
+        consumer = start_scenario(LINE, "consume", naddr, home, 400, topic=TOPIC, group=GROUP, duration=360)
+        wait_for(
+            lambda: len({e["uid"] for e in of(consumer.events(), "received")}) >= len(sent),
+            STEP_S,
+            "first consumption",
+        )
+        run.metrics_before = scrape(metrics_port)
+        load = start_scenario(LINE, "produce", naddr, home, STEP_S, topic=TOPIC, count=LOAD, group="opsLoad")
+        load_sent = of(load.wait(), "sent")
+        wait_for(
+            lambda: len({e["uid"] for e in of(consumer.events(), "received")}) >= len(sent) + len(load_sent),
+            STEP_S,
+            "the load's consumption",
+        )
+        run.sent_between = len(load_sent)
+        run.consumed_between = len({e["uid"] for e in of(consumer.events(), "received")}) - len(sent)
+        time.sleep(2)  # the consumer commits offsets every 5 s; let pulls report what was delivered
+        run.metrics_after = scrape(metrics_port)
+        (workdir / "metrics-before.txt").write_text(run.metrics_before)
+        (workdir / "metrics-after.txt").write_text(run.metrics_after)
+        conn = mqadmin_batch(naddr, {"conn": ["consumerConnection", "-g", GROUP]}, home)["conn"]
+        client_id = next(line.split()[0] for line in conn.splitlines() if "@" in line)
+        workdir.joinpath("topics.json").write_text(
+            json.dumps([{"topicName": "OpsList1", "readQueueNums": 2, "writeQueueNums": 2, "perm": 6},
+                        {"topicName": "OpsList2", "readQueueNums": 1, "writeQueueNums": 1, "perm": 6}])
+        )  # fmt: skip
+        workdir.joinpath("groups.json").write_text(
+            json.dumps([{"groupName": "opsListG1", "retryMaxTimes": 5}, {"groupName": "opsListG2"}])
+        )
+        msg_id = sent[3]["msgId"]
+        # putTps over 60 s needs 61 one-second samples (Java prints an empty field before).
+        time.sleep(max(0.0, started + MIN_UPTIME_S - time.monotonic()))
+        run.out = mqadmin_batch(
+            naddr,
+            {
+                "clusterList_m": ["clusterList", "-m"],
+                "clusterList": ["clusterList"],
+                "brokerStatus": ["brokerStatus", "-b", addr],
+                "getBrokerConfig": ["getBrokerConfig", "-b", addr],
+                "getNamesrvConfig": ["getNamesrvConfig"],
+                "statsAll": ["statsAll", "-t", TOPIC],
+                "topicList": ["topicList"],
+                "updateTopicList": ["updateTopicList", "-b", addr, "-f", str(workdir / "topics.json")],
+                "updateBrokerConfig": [
+                    "updateBrokerConfig",
+                    "-b",
+                    addr,
+                    "-k",
+                    "defaultTopicQueueNums",
+                    "-v",
+                    "6",
+                ],
+                "updateBrokerConfig_black": [
+                    "updateBrokerConfig",
+                    "-b",
+                    addr,
+                    "-k",
+                    "brokerConfigPath",
+                    "-v",
+                    "/x",
+                ],
+                "updateSubGroupList": ["updateSubGroupList", "-b", addr, "-f", str(workdir / "groups.json")],
+                "exportMetrics": ["exportMetrics", "-c", "DefaultCluster", "-f", str(workdir / "metrics")],
+                "cleanExpiredCQ": ["cleanExpiredCQ", "-b", addr],
+                "consumerStatus": ["consumerStatus", "-g", GROUP],
+                "consumerStatus_i": ["consumerStatus", "-g", GROUP, "-i", client_id],
+                "consumerProgress_s": ["consumerProgress", "-g", GROUP, "-s", "true"],
+                "queryMsgByUniqueKey_d": [
+                    "queryMsgByUniqueKey",
+                    "-i",
+                    msg_id,
+                    "-t",
+                    TOPIC,
+                    "-g",
+                    GROUP,
+                    "-d",
+                    client_id,
+                ],
+                "cleanUnusedTopic": ["cleanUnusedTopic", "-b", addr],
+                "brokerConsumeStats": ["brokerConsumeStats", "-b", addr],
+                "queryCq": ["queryCq", "-t", TOPIC, "-q", "0", "-i", "0", "-c", "3", "-b", addr],
+                "producer": ["producer", "-b", addr],
+                "deleteExpiredCommitLog": ["deleteExpiredCommitLog", "-b", addr],
+                "haStatus": ["haStatus", "-b", addr],
+                "getColdDataFlowCtrInfo": ["getColdDataFlowCtrInfo", "-b", addr],
+                "checkRocksdbCqWriteProgress": [
+                    "checkRocksdbCqWriteProgress",
+                    "-c",
+                    "DefaultCluster",
+                    "-t",
+                    TOPIC,
+                ],
+                "rocksDBConfigToJson": ["rocksDBConfigToJson", "-c", "DefaultCluster"],
+                "resetOffsetByTime_offline": ["resetOffsetByTime", "-g", "opsNobody", "-t", TOPIC, "-s", "0"],
+                "resetOffsetByTime": ["resetOffsetByTime", "-g", GROUP, "-t", TOPIC, "-s", "0"],
+            },
+            home,
+        )
+        # The live consumer is told to start over: it receives the stored messages again.
+        wait_for(
+            lambda: len(of(consumer.events(), "received")) >= 2 * (len(sent) + len(load_sent)),
+            RESET_WAIT_S,
+            "redelivery after resetOffsetByTime",
+        )
+        run.out.update(
+            mqadmin_batch(
+                naddr,
+                {
+                    "exportMetadata": ["exportMetadata", "-c", "DefaultCluster", "-f", str(workdir / "meta")],
+                    "getBrokerConfig_after": ["getBrokerConfig", "-b", addr],
+                    "topicList_after": ["topicList"],
+                    "skipAccumulatedMessage": ["skipAccumulatedMessage", "-g", GROUP, "-t", TOPIC],
+                },
+                home,
+            )
+        )
+        run.out["metadata.json"] = (workdir / "meta" / "metadata.json").read_text()
+        events = consumer.stop()
+        received = of(events, "received")
+        run.consumed_distinct = len({e["uid"] for e in received})
+        run.redelivered = len(received) - run.consumed_distinct
+        run.sent = len(sent) + len(load_sent)
+        return run
+    finally:
+        if consumer is not None:
+            consumer.stop()
+        target.stop()
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    """Both targets through the same scenario, in parallel."""
+    with ThreadPoolExecutor(2) as pool:
+        futures = {n: pool.submit(exercise, n, tmp_path_factory.mktemp(n)) for n in ("gateway", "reference")}
+        return {n: f.result() for n, f in futures.items()}
+
+
+TARGETS = ("gateway", "reference")
+
+
+def kv_keys(text: str, sep: str) -> set[str]:
+    return {line.split(sep, 1)[0].strip() for line in text.splitlines() if sep in line}
+
+
+@pytest.mark.parametrize("name", TARGETS)
+def test_no_subcommand_is_refused(runs: dict[str, Run], name: str) -> None:
+    for command, text in runs[name].out.items():
+        assert "not supported" not in text, (command, text)
+
+
+@pytest.mark.parametrize("name", TARGETS)
+def test_updates_are_applied(runs: dict[str, Run], name: str) -> None:
+    out = runs[name].out
+    assert "submit batch of topic config" in out["updateTopicList"]
+    assert "success" in out["updateTopicList"]
+    assert {"OpsList1", "OpsList2"} <= set(out["topicList_after"].split())
+    assert "update broker config success" in out["updateBrokerConfig"]
+    assert re.search(r"defaultTopicQueueNums\s+=\s+6\b", out["getBrokerConfig_after"])
+    assert "CODE: 16" in out["updateBrokerConfig_black"]
+    assert "Can not update config in black list" in out["updateBrokerConfig_black"]
+    assert "submit batch of group config" in out["updateSubGroupList"]
+    meta = json.loads(out["metadata.json"])
+    assert TOPIC in meta["topicConfigTable"]
+    assert "OpsList1" in meta["topicConfigTable"]
+    assert meta["subscriptionGroupTable"]["opsListG1"]["retryMaxTimes"] == 5
+    for command in ("cleanExpiredCQ", "cleanUnusedTopic", "deleteExpiredCommitLog"):
+        assert out[command].strip() == "success", (command, out[command])
+    assert "export" in out["exportMetrics"]
+    assert "success" in out["exportMetrics"]
+
+
+@pytest.mark.parametrize("name", TARGETS)
+def test_calls_forwarded_to_the_consumer(runs: dict[str, Run], name: str) -> None:
+    out = runs[name].out
+    assert re.search(r"^1\s+\S+@\S+\s+V5_3_3\s+", out["consumerStatus"], re.M), out["consumerStatus"]
+    assert "Rebalance OK" in out["consumerStatus"]
+    assert "#Consumer Properties#" in out["consumerStatus_i"]
+    assert "PROP_CONSUME_TYPE" in out["consumerStatus_i"]
+    assert "CONSUME_PASSIVELY" in out["consumerStatus_i"]
+    assert "#Client IP" in out["consumerProgress_s"]
+    rows = [r for r in out["consumerProgress_s"].splitlines() if r.startswith(TOPIC)]
+    assert len(rows) == 2, rows
+    assert all("N/A" not in r.split()[5] for r in rows), rows
+    assert "consumeResult=CR_SUCCESS" in out["queryMsgByUniqueKey_d"], out["queryMsgByUniqueKey_d"]
+
+
+@pytest.mark.parametrize("name", TARGETS)
+def test_offset_resets(runs: dict[str, Run], name: str) -> None:
+    run = runs[name]
+    out = run.out
+    assert "CODE: 26" in out["resetOffsetByTime_offline"]
+    assert "does not exist" in out["resetOffsetByTime_offline"]
+    rows = [r.split() for r in out["resetOffsetByTime"].splitlines() if r.startswith("broker-a")]
+    assert sorted(rows) == [["broker-a", "0", "0"], ["broker-a", "1", "0"]], out["resetOffsetByTime"]
+    assert run.redelivered >= run.sent, "the live consumer did not start over after the reset"
+    skipped = [r.split() for r in out["skipAccumulatedMessage"].splitlines() if r.startswith("broker-a")]
+    assert len(skipped) == 2
+    assert sum(int(r[2]) for r in skipped) >= run.sent  # the max offsets: every message stored
+
+
+@pytest.mark.parametrize("name", TARGETS)
+def test_views_of_a_lone_master(runs: dict[str, Run], name: str) -> None:
+    out = runs[name].out
+    assert re.search(r"^#SlaveNum\s+0$", out["haStatus"], re.M), out["haStatus"]
+    assert "#MasterCommitLogMaxOffset" in out["haStatus"]
+    assert '"globalColdReadThreshold":104857600' in out["getColdDataFlowCtrInfo"]
+    assert "check doing" in out["checkRocksdbCqWriteProgress"]
+    assert "broker export done." in out["rocksDBConfigToJson"]
+    assert re.search(
+        r"producer group \(\S+\) instance : clientId=\S+,remoteIP=/127\.0\.0\.1:\d+, language=JAVA",
+        out["producer"],
+    )
+    cq = out["queryCq"]
+    bounds = re.search(r"max: (\d+), min: 0", cq)
+    assert bounds is not None, cq
+    assert int(bounds.group(1)) > 0
+    assert cq.count("physicSize=") == 3
+    stats = [r.split() for r in out["brokerConsumeStats"].splitlines() if r.startswith(TOPIC)]
+    assert {r[1] for r in stats} == {GROUP}
+    assert len(stats) == 2
+
+
+@pytest.mark.parametrize("name", TARGETS)
+def test_statistics_move_with_the_traffic(runs: dict[str, Run], name: str) -> None:
+    run = runs[name]
+    out = run.out
+    row = next(r.split() for r in out["clusterList_m"].splitlines() if r.startswith("DefaultCluster"))
+    in_today, out_today = int(row[4]), int(row[5])
+    assert in_today >= run.sent, row
+    assert out_today >= run.sent, row
+    status = dict(
+        (k.strip(), v.strip())
+        for k, v in (line.split(":", 1) for line in out["brokerStatus"].splitlines() if ":" in line)
+    )
+    assert int(status["msgPutTotalTodayNow"]) >= run.sent
+    assert int(status["msgGetTotalTodayNow"]) >= run.sent
+    assert 0 < float(status["commitLogDiskRatio"]) < 1
+    assert float(status["putTps"].split()[1]) > 0, status["putTps"]  # the last minute saw the load
+    cluster = next(r for r in out["clusterList"].splitlines() if r.startswith("DefaultCluster"))
+    assert re.search(r"\s0\.\d{4}\s+true$", cluster), cluster  # #SPACE: disk ratio of the store
+    stats_row = next(r.split() for r in out["statsAll"].splitlines() if r.split()[:2] == [TOPIC, GROUP])
+    assert float(stats_row[3]) > 0, stats_row  # in TPS
+    assert float(stats_row[4]) > 0, stats_row  # out TPS
+    assert int(stats_row[5]) >= run.sent, stats_row
+    assert int(stats_row[6]) >= run.sent, stats_row
+    assert re.search(r"Consume TPS: (\d+\.\d+)", out["consumerProgress_s"])
+    assert {"rmq_sys_REVIVE_LOG_DefaultCluster", "rmq_sys_wheel_timer"} <= set(out["topicList"].split())
+
+
+def test_status_and_config_keys_match_the_real_broker(runs: dict[str, Run]) -> None:
+    ours, real = runs["gateway"].out, runs["reference"].out
+    path_key = re.compile(r"^commitLogDiskRatio_/")
+    ours_status = {k for k in kv_keys(ours["brokerStatus"], " : ") if not path_key.match(k)}
+    real_status = {k for k in kv_keys(real["brokerStatus"], " : ") if not path_key.match(k)}
+    assert ours_status == real_status
+    ours_config = kv_keys(ours["getBrokerConfig"], "=")
+    assert kv_keys(real["getBrokerConfig"], "=") - ours_config == set()
+    assert kv_keys(real["getNamesrvConfig"], "=") - kv_keys(ours["getNamesrvConfig"], "=") == set()
+    assert not re.search(r"kvConfigPath\s+=\s*$", ours["getNamesrvConfig"], re.M)
+
+
+METRICS = (  # what the real broker's exporter serves after this traffic, with the same labels
+    "rocketmq_messages_in_total",
+    "rocketmq_messages_out_total",
+    "rocketmq_throughput_in_total",
+    "rocketmq_throughput_out_total",
+    "rocketmq_message_size_bucket",
+    "rocketmq_rpc_latency_milliseconds_bucket",
+    "rocketmq_topic_number",
+    "rocketmq_consumer_group_number",
+    "rocketmq_broker_permission",
+)
+
+
+@pytest.mark.parametrize("name", TARGETS)
+def test_prometheus_counters_follow_the_load(runs: dict[str, Run], name: str) -> None:
+    run = runs[name]
+    for metric in METRICS:
+        assert re.search(rf"^{metric}\{{", run.metrics_after, re.M), metric
+    labels = {"topic": TOPIC, "node_type": "broker", "cluster": "DefaultCluster"}
+    put = counter_sum(run.metrics_after, "rocketmq_messages_in_total", **labels) - counter_sum(
+        run.metrics_before, "rocketmq_messages_in_total", **labels
+    )
+    got = counter_sum(
+        run.metrics_after, "rocketmq_messages_out_total", consumer_group=GROUP, **labels
+    ) - counter_sum(run.metrics_before, "rocketmq_messages_out_total", consumer_group=GROUP, **labels)
+    assert put >= run.sent_between, (put, run.sent_between)  # a producer retry may store a message twice
+    assert got >= run.consumed_between, (got, run.consumed_between)
