@@ -1,0 +1,182 @@
+"""Side-by-side benchmark: ours against the real Apache RocketMQ 5.3.3, in alternation.
+
+::
+
+    python -m bench.side_by_side                         # every case, 3 rounds (~15 min)
+    python -m bench.side_by_side --cases sync16,batch --rounds 2 --duration 5
+    python -m bench.side_by_side --targets ours --ours-source HEAD~3   # one commit of ours only
+
+Each round starts each target afresh (temporary store and HOME), alternating which goes first,
+times its start-up, reads its idle memory and runs the selected cases with our Java load driver
+(bench/java, built on first use); SYNC_FLUSH cases get a server of their own. Results go to
+``bench/results/<date>.json`` with a markdown table (also printed) and a PNG chart beside it.
+See docs/benchmarks.md for what each case measures and how to read the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import logging
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from bench.side_by_side.cases import CASES, DEFAULT_CASES, Case, Params, idle_memory
+from bench.side_by_side.driver import build_driver
+from bench.side_by_side.report import render_chart, render_table, summarize
+from bench.side_by_side.servers import REPO, Ours, Reference, describe_source, export_revision
+
+logger = logging.getLogger("bench.side_by_side")
+SERVER_CASES = ("startup", "memory")  # measured on every server start, selectable like the others
+REFERENCE_VERSION = "5.3.3"
+CLIENT_VERSION = "5.3.3"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.side_by_side", description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "--cases",
+        default=",".join((*SERVER_CASES, *DEFAULT_CASES)),
+        help=f"comma-separated, from: {', '.join((*SERVER_CASES, *CASES))} (default: all)",
+    )
+    p.add_argument("--targets", default="ours,reference", help="ours, reference or both (default both)")
+    p.add_argument("--rounds", type=int, default=3, help="rounds per target (default 3)")
+    p.add_argument("--duration", type=float, default=8.0, help="measured seconds per timed case (default 8)")
+    p.add_argument("--warmup", type=float, default=3.0, help="unmeasured seconds before it (default 3)")
+    p.add_argument("--size", type=int, default=1024, help="message body bytes (default 1024)")
+    p.add_argument("--backlog", type=int, default=100_000, help="messages the consumer drains (100,000)")
+    p.add_argument(
+        "--ours-source",
+        default="worktree",
+        help="'worktree' (default) or a git revision of ours to export and run",
+    )
+    p.add_argument("--out", type=Path, default=REPO / "bench" / "results", help="results directory")
+    p.add_argument("--name", default=None, help="file name stem (default: today's date)")
+    p.add_argument("--no-chart", action="store_true", help="skip the PNG (matplotlib not needed)")
+    args = p.parse_args(argv)
+    args.cases = [c.strip() for c in args.cases.split(",") if c.strip()]
+    unknown = set(args.cases) - set(CASES) - set(SERVER_CASES)
+    if unknown:
+        p.error(f"unknown cases: {', '.join(sorted(unknown))}")
+    args.targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+    if not set(args.targets) <= {"ours", "reference"} or not args.targets:
+        p.error("--targets takes ours and/or reference")
+    return args
+
+
+def machine() -> dict[str, Any]:
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    mem_kib = int(Path("/proc/meminfo").read_text().split()[1])
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "memory_gib": round(mem_kib / 1024 / 1024, 1),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "java": java[0] if java else "?",
+        "loadavg_at_start": Path("/proc/loadavg").read_text().split()[:3],
+    }
+
+
+def run_server(
+    target_name: str, sync_flush: bool, cases: list[Case], args: argparse.Namespace, source: Path, rnd: int
+) -> list[dict[str, Any]]:
+    """Start one server set-up, measure start-up and memory, run ``cases`` on it, stop it."""
+    target: Ours | Reference = Ours(source, sync_flush) if target_name == "ours" else Reference(sync_flush)
+    rows: list[dict[str, Any]] = []
+    base = {"round": rnd, "target": target_name, "flush": "SYNC_FLUSH" if sync_flush else "ASYNC_FLUSH"}
+    timing = target.start()
+    try:
+        if "startup" in args.cases:
+            rows.append(
+                {**base, "case": "startup", "ready_s": timing.ready_s, "first_send_s": timing.first_send_s}
+            )
+        if "memory" in args.cases and not sync_flush:
+            rows.append({**base, "case": "memory", **idle_memory(target)})
+        params = Params(args.duration, args.warmup, args.size, args.backlog)
+        for case in cases:
+            started = time.perf_counter()
+            try:
+                metrics = case.run(target, params, f"Bench_{case.name}_{rnd}")
+            except Exception as err:  # one failing case must not lose the others' results
+                logger.error("%s %s round %d failed: %s", target_name, case.name, rnd, err)
+                metrics = {"error": "".join(traceback.format_exception_only(err)).strip()[-2000:]}
+            metrics["case_wall_s"] = time.perf_counter() - started
+            rows.append({**base, "case": case.name, **metrics})
+            logger.info("%s round %d %s: %s", target_name, rnd, case.name, _brief(metrics))
+    finally:
+        target.stop()
+    return rows
+
+
+def _brief(m: dict[str, Any]) -> str:
+    if "error" in m:
+        return "ERROR"
+    cpu = m.get("server_cpu_us_per_msg")
+    return f"{m.get('msgs_per_s', 0):,.0f} msgs/s, {cpu or 0:.1f} µs CPU/msg, p99 {m.get('p99_ms', 0):.2f} ms"
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    args = parse_args(argv)
+    began = time.perf_counter()
+    build_driver()
+    source = REPO if args.ours_source == "worktree" else export_revision(args.ours_source)
+    selected = [CASES[name] for name in args.cases if name in CASES]
+    setups = [
+        (False, [c for c in selected if not c.sync_flush]),
+        (True, [c for c in selected if c.sync_flush]),
+    ]
+    needs_async_server = bool(setups[0][1]) or bool(set(args.cases) & set(SERVER_CASES))
+    meta: dict[str, Any] = {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "ours": describe_source(args.ours_source),
+        "reference": f"Apache RocketMQ {REFERENCE_VERSION} (Maven Central), NameServer and Broker "
+        "heaps 256 MiB each",
+        "client": f"rocketmq-client {CLIENT_VERSION} (bench/java driver)",
+        "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+    }
+    rows: list[dict[str, Any]] = []
+    for rnd in range(args.rounds):
+        order = args.targets if rnd % 2 == 0 else list(reversed(args.targets))
+        for target_name in order:
+            for sync_flush, cases in setups:
+                if (sync_flush and not cases) or (not sync_flush and not needs_async_server):
+                    continue
+                rows += run_server(target_name, sync_flush, cases, args, source, rnd)
+    meta["machine"]["loadavg_at_end"] = Path("/proc/loadavg").read_text().split()[:3]
+    meta["runtime_s"] = round(time.perf_counter() - began, 1)
+    summary = summarize(rows)
+    table = render_table(summary, meta)
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = args.name or datetime.date.today().isoformat()
+    (args.out / f"{stem}.json").write_text(
+        json.dumps({"meta": meta, "summary": summary, "runs": rows}, indent=1)
+    )
+    (args.out / f"{stem}.md").write_text(table)
+    if not args.no_chart:
+        render_chart(summary, meta, args.out / f"{stem}.png")
+    print(table)
+    print(f"results: {args.out / stem}.json ({meta['runtime_s']:.0f} s)")
+    failed = [r for r in rows if "error" in r]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""The benchmark cases: what each one asks of the driver, and on which server set-up it runs.
+
+All messages are ``--size`` bytes (1 KiB by default), all topics are created with 8 queues before a
+case runs, every throughput case reports msgs/s beside the server CPU µs per message. Cases marked
+``sync_flush`` run on a second server started with ``flushDiskType=SYNC_FLUSH``; the others share one
+ASYNC_FLUSH server per target and round (fresh store each round).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bench.side_by_side.driver import run_driver
+from bench.side_by_side.servers import Target, create_topic, memory_kib, stored_messages
+
+TOPIC_QUEUES = 8
+IDLE_SETTLE_S = 3.0  # after the first send, before idle memory is read
+BACKLOG = 100_000  # messages the push consumer drains
+ASYNC_IN_FLIGHT = 1024
+FIXED_RATE = 2000  # msgs/s of the latency case
+LOOKUP_CONNECTIONS = 8
+
+
+@dataclass(frozen=True)
+class Params:
+    """Knobs every case reads (command-line options)."""
+
+    duration_s: float
+    warmup_s: float
+    size: int
+    backlog: int = BACKLOG
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    title: str
+    run: Callable[[Target, Params, str], dict[str, Any]]
+    sync_flush: bool = False
+    higher_is_better: str = "msgs_per_s"  # the headline figure of the row
+
+
+def _producer(target: Target, p: Params, topic: str, **options: object) -> dict[str, Any]:
+    create_topic(target.broker_addr, target.namesrv_addr, topic, TOPIC_QUEUES)
+    run = run_driver(
+        "producer",
+        target.pids(),
+        namesrv=target.namesrv_addr,
+        topic=topic,
+        size=p.size,
+        duration=p.duration_s,
+        warmup=p.warmup_s,
+        **options,
+    )
+    return run.metrics()
+
+
+def sync_1(target: Target, p: Params, topic: str) -> dict[str, Any]:
+    return _producer(target, p, topic, threads=1, send="sync")
+
+
+def sync_16(target: Target, p: Params, topic: str) -> dict[str, Any]:
+    return _producer(target, p, topic, threads=16, send="sync")
+
+
+def async_bounded(target: Target, p: Params, topic: str) -> dict[str, Any]:
+    return _producer(target, p, topic, threads=4, send="async", inflight=ASYNC_IN_FLIGHT)
+
+
+def batch_16(target: Target, p: Params, topic: str) -> dict[str, Any]:
+    return _producer(target, p, topic, threads=16, send="batch", batch=16)
+
+
+def fixed_rate(target: Target, p: Params, topic: str) -> dict[str, Any]:
+    return _producer(target, p, topic, threads=8, send="sync", rate=FIXED_RATE)
+
+
+def consume_backlog(target: Target, p: Params, topic: str) -> dict[str, Any]:
+    """Store ``p.backlog`` messages (batches, not measured), then measure a push consumer draining
+    them from the first offset: the clock starts at the first delivered message."""
+    create_topic(target.broker_addr, target.namesrv_addr, topic, TOPIC_QUEUES)
+    fill = run_driver(
+        "producer",
+        target.pids(),
+        namesrv=target.namesrv_addr,
+        topic=topic,
+        size=p.size,
+        threads=8,
+        send="batch",
+        batch=32,
+        count=p.backlog,
+    )
+    stored = stored_messages(target.broker_addr, topic, TOPIC_QUEUES)  # with the driver's priming send
+    if stored < p.backlog:
+        raise RuntimeError(f"backlog: only {stored} of {p.backlog} messages stored")
+    run = run_driver(
+        "consumer",
+        target.pids(),
+        namesrv=target.namesrv_addr,
+        topic=topic,
+        group=f"{topic}_group",
+        count=stored,
+    )
+    out = run.metrics()
+    # The driver's consumer RT is store-to-delivery: for an old backlog it measures the backlog's age.
+    for key in ("avg_rt_ms", "max_rt_ms", "p50_ms", "p99_ms", "p999_ms"):
+        out[f"store_to_delivery_{key}"] = out.pop(key)
+    out["backlog_fill_msgs_per_s"] = float(fill.result["tps"])
+    return out
+
+
+def _lookups(target: Target, p: Params, topic: str, connections: int, threads: int) -> dict[str, Any]:
+    create_topic(target.broker_addr, target.namesrv_addr, topic, TOPIC_QUEUES)
+    run = run_driver(
+        "lookup",
+        target.pids(),
+        namesrv=target.namesrv_addr,
+        topic=topic,
+        connections=connections,
+        threads=threads,
+        duration=p.duration_s,
+        warmup=p.warmup_s,
+    )
+    return run.metrics()
+
+
+def lookups_8_connections(target: Target, p: Params, topic: str) -> dict[str, Any]:
+    return _lookups(target, p, topic, LOOKUP_CONNECTIONS, LOOKUP_CONNECTIONS)
+
+
+def lookups_1_connection(target: Target, p: Params, topic: str) -> dict[str, Any]:
+    return _lookups(target, p, topic, 1, LOOKUP_CONNECTIONS)
+
+
+def idle_memory(target: Target) -> dict[str, Any]:
+    """RSS of every server process once started and idle, anonymous apart from mapped files."""
+    time.sleep(IDLE_SETTLE_S)
+    kib = memory_kib(target.pids())
+    return {key.replace("_kib", "_mib"): value / 1024 for key, value in kib.items()}
+
+
+CASES: dict[str, Case] = {
+    c.name: c
+    for c in (
+        Case("sync1", "sync send, 1 thread", sync_1),
+        Case("sync16", "sync send, 16 threads", sync_16),
+        Case("async", f"async send, {ASYNC_IN_FLIGHT:,} in flight", async_bounded),
+        Case("batch", "batch send, 16 threads x 16", batch_16),
+        Case("consume", "push consumer drains the backlog", consume_backlog),
+        Case("syncflush16", "SYNC_FLUSH, sync send, 16 threads", sync_16, sync_flush=True),
+        Case(
+            "lookup8",
+            f"NameServer lookups, {LOOKUP_CONNECTIONS} connections",
+            lookups_8_connections,
+        ),
+        Case(
+            "lookup1",
+            f"NameServer lookups, 1 connection, {LOOKUP_CONNECTIONS} threads",
+            lookups_1_connection,
+        ),
+        Case("rate2000", f"latency at {FIXED_RATE:,} msgs/s (8 threads, sync)", fixed_rate),
+    )
+}
+DEFAULT_CASES = tuple(CASES)

@@ -1,0 +1,132 @@
+"""Runs our Java load driver (bench/java, rocketmq-client 5.3.3) and measures around it.
+
+The driver prints ``MARK start`` when its measured phase begins (after the warm-up, or at the first
+consumed message) and ``MARK end`` when it ends; this module reads its output as it comes and takes
+a snapshot at each mark of the server processes' CPU time, the driver's own CPU time and the whole
+machine's busy time. So a case reports the **server CPU seconds per message** of exactly the measured
+phase, and how much CPU *other* processes used meanwhile (the noise of a shared machine).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.side_by_side.servers import cpu_seconds, machine_busy_seconds
+
+JAVA_DIR = Path(__file__).resolve().parents[1] / "java"
+DRIVER_HEAP = "-Xmx512m"
+RUN_TIMEOUT_S = 300.0  # one driver run; every case is bounded far below this
+
+
+class DriverError(RuntimeError):
+    """The driver failed, printed no result, or did not finish in time."""
+
+
+def build_driver() -> None:
+    """Resolve rocketmq-client 5.3.3 and compile the driver (skipped when up to date)."""
+    subprocess.run(["bash", str(JAVA_DIR / "build.sh")], check=True)
+
+
+@dataclass
+class Snapshot:
+    at: float
+    server_cpu_s: float
+    driver_cpu_s: float
+    machine_busy_s: float
+
+
+@dataclass
+class DriverRun:
+    """The driver's RESULT plus the snapshots taken at its marks."""
+
+    result: dict[str, Any]
+    start: Snapshot
+    end: Snapshot
+    seconds: list[str] = field(default_factory=list)  # the per-second lines, as printed
+
+    @property
+    def server_cpu_s(self) -> float:
+        return self.end.server_cpu_s - self.start.server_cpu_s
+
+    def metrics(self) -> dict[str, Any]:
+        """msgs/s, server CPU µs per message, latency percentiles and the noise of the phase."""
+        ok = int(self.result["ok"])
+        wall = self.end.at - self.start.at
+        busy = self.end.machine_busy_s - self.start.machine_busy_s
+        driver = self.end.driver_cpu_s - self.start.driver_cpu_s
+        return {
+            "msgs_per_s": float(self.result["tps"]),
+            "ok": ok,
+            "failed": int(self.result["failed"]),
+            "server_cpu_us_per_msg": self.server_cpu_s / ok * 1e6 if ok else None,
+            "server_cores": self.server_cpu_s / wall if wall > 0 else None,
+            "avg_rt_ms": self.result["avg_rt_ms"],
+            "max_rt_ms": self.result["max_rt_ms"],
+            "p50_ms": self.result["p50_ms"],
+            "p99_ms": self.result["p99_ms"],
+            "p999_ms": self.result["p999_ms"],
+            "elapsed_s": self.result["elapsed_s"],
+            "warnings": self.result.get("warnings", []),
+            # Cores other processes kept busy during the phase: the machine's noise.
+            "other_cores": max(0.0, (busy - self.server_cpu_s - driver) / wall) if wall > 0 else None,
+        }
+
+
+def run_driver(mode: str, server_pids: list[int], **options: object) -> DriverRun:
+    """Run ``Bench <mode> --key value ...`` and measure it; raises :class:`DriverError`."""
+    cmd = ["java", DRIVER_HEAP, "-cp", f"{JAVA_DIR}/target/classes:{JAVA_DIR}/target/lib/*", "rmqbench.Bench"]
+    cmd.append(mode)
+    for key, value in options.items():
+        cmd += [f"--{key.replace('_', '-')}", str(value)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+    stderr: list[str] = []
+    drain = threading.Thread(target=lambda: stderr.extend(proc.stderr or []), daemon=True)
+    drain.start()
+
+    def snap() -> Snapshot:
+        return Snapshot(
+            time.perf_counter(), cpu_seconds(server_pids), cpu_seconds([proc.pid]), machine_busy_seconds()
+        )
+
+    marks: dict[str, Snapshot] = {}
+    result: dict[str, Any] | None = None
+    seconds: list[str] = []
+    errors: list[str] = []
+    warnings: list[str] = []  # the driver's first few send failures
+    timer = threading.Timer(RUN_TIMEOUT_S, proc.kill)
+    timer.start()
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            line = line.rstrip("\n")
+            if line.startswith("MARK "):
+                marks[line[5:]] = snap()
+            elif line.startswith("RESULT "):
+                result = json.loads(line[7:])
+            elif line.startswith("SECOND "):
+                seconds.append(line[7:])
+            elif line.startswith("ERROR "):
+                errors.append(line[6:])
+            elif line.startswith("WARN "):
+                warnings.append(line[5:])
+        proc.wait()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    drain.join(5)
+    if proc.returncode != 0 or result is None or "start" not in marks or "end" not in marks:
+        tail = "".join(stderr[-30:])
+        raise DriverError(f"{mode} {options}: exit {proc.returncode}, errors {errors}, stderr:\n{tail}")
+    if errors:
+        result["errors"] = errors
+    if warnings:
+        result["warnings"] = warnings
+    return DriverRun(result, marks["start"], marks["end"], seconds)

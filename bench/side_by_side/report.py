@@ -1,0 +1,158 @@
+"""Summary of a side-by-side run: medians per case and target, ratios, a markdown table, a chart.
+
+Ratios are always *ours / reference*: above 1 is better for msgs/s, below 1 is better for CPU per
+message, latency, start-up time and memory. Ranges (min-max over rounds) are kept beside medians,
+since throughput on a shared machine moves with the neighbours while CPU per message barely does.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+from bench.side_by_side.cases import CASES
+
+THROUGHPUT_METRICS = ("msgs_per_s", "server_cpu_us_per_msg", "p50_ms", "p99_ms", "p999_ms", "other_cores")
+SERVER_METRICS = {"startup": ("ready_s", "first_send_s"), "memory": ("rss_mib", "anon_mib", "file_mib")}
+TARGETS = ("ours", "reference")
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """``{case: {target: {metric: {median, min, max, n}}, "ratio": {metric: ours/ref medians}}}``."""
+    out: dict[str, Any] = {}
+    for row in rows:
+        if "error" in row:
+            continue
+        case = row["case"]
+        metrics = SERVER_METRICS.get(case, THROUGHPUT_METRICS)
+        per_target = out.setdefault(case, {}).setdefault(row["target"], {})
+        for metric in metrics:
+            if row.get(metric) is not None:
+                per_target.setdefault(metric, []).append(float(row[metric]))
+    for by_target in out.values():
+        for target in TARGETS:
+            if target in by_target:
+                by_target[target] = {m: _stats(v) for m, v in by_target[target].items()}
+        if all(t in by_target for t in TARGETS):
+            ours, ref = by_target["ours"], by_target["reference"]
+            by_target["ratio"] = {
+                m: ours[m]["median"] / ref[m]["median"]
+                for m in ours
+                if m in ref and ref[m]["median"] and m != "other_cores"
+            }
+    return out
+
+
+def _fmt(value: float | None, digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def _cell(summary: dict[str, Any], case: str, target: str, metric: str, digits: int = 0) -> str:
+    s = summary.get(case, {}).get(target, {}).get(metric)
+    if s is None:
+        return "-"
+    if s["n"] > 1 and s["min"] != s["max"]:
+        return f"{_fmt(s['median'], digits)} ({_fmt(s['min'], digits)}–{_fmt(s['max'], digits)})"
+    return _fmt(s["median"], digits)
+
+
+def _ratio(summary: dict[str, Any], case: str, metric: str) -> str:
+    r = summary.get(case, {}).get("ratio", {}).get(metric)
+    return "-" if r is None else f"{r:.2f}×"
+
+
+def render_table(summary: dict[str, Any], meta: dict[str, Any]) -> str:
+    m = meta["machine"]
+    lines = [
+        f"## Side by side, {meta['date']}",
+        "",
+        f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, Linux {m['kernel']}, "
+        f"{m['java']}, Python {m['python']}; load average {' '.join(m['loadavg_at_start'])} at start, "
+        f"{' '.join(m.get('loadavg_at_end', ['?']))} at end. Ours: {meta['ours']}. "
+        f"Reference: {meta['reference']}. Driver: {meta['client']}. "
+        f"Medians over rounds (min–max); ratio = ours / reference. Runtime {meta.get('runtime_s', 0):.0f} s.",
+        "",
+        "| case | ours msgs/s | reference msgs/s | ratio | ours server CPU µs/msg | reference µs/msg "
+        "| CPU ratio | ours p99 ms | reference p99 ms | p99 ratio | other load (cores) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, spec in CASES.items():
+        if name not in summary:
+            continue
+        noise = [summary[name].get(t, {}).get("other_cores", {}).get("median") for t in TARGETS]
+        lines.append(
+            f"| {spec.title} | {_cell(summary, name, 'ours', 'msgs_per_s')} "
+            f"| {_cell(summary, name, 'reference', 'msgs_per_s')} | {_ratio(summary, name, 'msgs_per_s')} "
+            f"| {_cell(summary, name, 'ours', 'server_cpu_us_per_msg', 1)} "
+            f"| {_cell(summary, name, 'reference', 'server_cpu_us_per_msg', 1)} "
+            f"| {_ratio(summary, name, 'server_cpu_us_per_msg')} "
+            f"| {_cell(summary, name, 'ours', 'p99_ms', 2)} "
+            f"| {_cell(summary, name, 'reference', 'p99_ms', 2)} "
+            f"| {_ratio(summary, name, 'p99_ms')} | {' / '.join(_fmt(n, 2) for n in noise)} |"
+        )
+    if "startup" in summary or "memory" in summary:
+        lines += ["", "| server | ours | reference | ratio |", "|---|---|---|---|"]
+        labels = {
+            ("startup", "ready_s"): ("start-up to ready (s)", 3),
+            ("startup", "first_send_s"): ("start-up to first stored send (s)", 3),
+            ("memory", "rss_mib"): ("idle RSS, all server processes (MiB)", 1),
+            ("memory", "anon_mib"): ("  of which anonymous (MiB)", 1),
+            ("memory", "file_mib"): ("  of which mapped files (MiB)", 1),
+        }
+        for (case, metric), (label, digits) in labels.items():
+            if case in summary:
+                lines.append(
+                    f"| {label} | {_cell(summary, case, 'ours', metric, digits)} "
+                    f"| {_cell(summary, case, 'reference', metric, digits)} "
+                    f"| {_ratio(summary, case, metric)} |"
+                )
+    lines += [
+        "",
+        "other load: cores kept busy by processes other than the servers and the driver during the "
+        "measured phase (ours / reference); the machine has "
+        f"{m['cores']} cores.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def render_chart(summary: dict[str, Any], meta: dict[str, Any], path: Path) -> None:
+    """Two panels of ours/reference ratios per case: msgs/s and server CPU per message (log scale)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [n for n in CASES if "ratio" in summary.get(n, {})]
+    titles = [CASES[n].title for n in names]
+    fig, axes = plt.subplots(1, 2, figsize=(13, 0.55 * len(names) + 2.2), sharey=True)
+    panels = (
+        ("msgs_per_s", "msgs/s, ours / reference (> 1: ours faster)"),
+        ("server_cpu_us_per_msg", "server CPU per message, ours / reference (< 1: ours cheaper)"),
+    )
+    for ax, (metric, label) in zip(axes, panels, strict=True):
+        values = [summary[n]["ratio"].get(metric, float("nan")) for n in names]
+        good = [(v >= 1) if metric == "msgs_per_s" else (v <= 1) for v in values]
+        ax.barh(titles, values, color=["#3a7d44" if g else "#c0504d" for g in good])
+        ax.axvline(1.0, color="black", linewidth=1)
+        ax.set_xscale("log")
+        ax.set_xlabel(label)
+        for y, v in enumerate(values):
+            ax.text(v, y, f" {v:.2f}×", va="center", fontsize=8)
+        ax.invert_yaxis()
+    m = meta["machine"]
+    fig.suptitle(
+        f"rmq-gateway {meta['ours']} vs Apache RocketMQ 5.3.3, {meta['date'][:10]}, "
+        f"{m['cores']} cores {m['cpu']}, 1 KiB messages",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
