@@ -26,6 +26,7 @@ from broker.config import JAVA_KEY_ALIASES
 from broker.controller import BrokerController
 from broker.metrics import BrokerMetrics, start_metrics
 from broker.stats import BrokerStats, broker_stats, java_double
+from broker.topic_config_manager import SCHEDULE_TOPIC
 from codec import fastjson
 from codec.bodies.route import KVTable
 from codec.codes import RequestCode, ResponseCode
@@ -118,6 +119,10 @@ class BrokerStatusProcessor:
             info["commitLogDirCapacity"] = (
                 f"Total : {human_bytes(usage.total)}, Free : {human_bytes(usage.free)}."
             )
+        for level, offset in sorted(broker.schedule.offsets.items()):
+            # ScheduleMessageService.buildRunningStats: "delivered,max" of each level's queue.
+            top = store.get_max_offset_in_queue(SCHEDULE_TOPIC, level - 1)
+            info[f"scheduleMessageOffset_{level}"] = f"{offset},{top}"
         for capacity_key, capacity in THREAD_POOL_CAPACITIES.items():
             prefix = capacity_key.removesuffix("Capacity")
             info[f"{prefix}Size"] = "0"  # requests are handled as they arrive: no queue builds up

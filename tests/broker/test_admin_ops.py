@@ -23,6 +23,7 @@ from codec.bodies.route import KVTable
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.headers.base import EmptyHeader
+from codec.properties import DELAY
 from gateway.client import connect
 from gateway.dispatch import Dispatcher, RequestContext
 from gateway.properties import parse_properties
@@ -96,6 +97,16 @@ async def test_runtime_info_counts_puts_and_gets(tmp_path: Path) -> None:
         assert table["putMessageTimesTotal"] == "5"
         assert 0 < float(table["commitLogDiskRatio"]) <= 1
         assert int(table["putMessageSizeTotal"]) > 0
+        delayed = await conn.invoke(send_request("StatT", b"later", {DELAY: "1"}), 3)
+        assert delayed.code == ResponseCode.SUCCESS
+
+        async def delivered() -> dict[str, str]:
+            resp = await conn.invoke(request(RequestCode.GET_BROKER_RUNTIME_INFO), 3)
+            return KVTable.decode(resp.body).table
+
+        with trio.fail_after(10):
+            while (await delivered()).get("scheduleMessageOffset_1") != "1,1":  # noqa: ASYNC110 - polling the broker over the wire
+                await trio.sleep(0.2)
 
 
 async def test_topic_and_group_lists_and_system_topics(tmp_path: Path) -> None:
