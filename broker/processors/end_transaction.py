@@ -4,10 +4,11 @@ CHECK_TRANSACTION_STATE (``EndTransactionProcessor``).
 ``commitOrRollback`` unknown (0) gets no answer at all, as in Java. Commit and rollback find the
 half message by ``commitLogOffset`` and check it against the request (producer group, half queue
 offset, commit-log offset). A commit puts the message into its real topic and queue
-(:func:`broker.transaction.bridge.committed_message`; delay levels apply to it as to any send)
-and then records the op message; a rollback only records the op message. A producer's own end
-request (not from a check) that arrives after the message's ``CHECK_IMMUNITY_TIME_IN_SECONDS``
-is refused with ILLEGAL_OPERATION and left to the check (``rejectCommitOrRollback``).
+(:func:`broker.transaction.bridge.committed_message`), routed by its timer properties or delay
+level as a send would be (``HookUtils.handleScheduleMessage``), then records the op message; a
+rollback only records the op message. A producer's own end request (not from a check) that
+arrives after the message's ``CHECK_IMMUNITY_TIME_IN_SECONDS`` is refused with
+ILLEGAL_OPERATION and left to the check (``rejectCommitOrRollback``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import logging
 
 from broker.controller import BrokerController
 from broker.schedule import apply_delay_level
+from broker.timer.service import TimerMessageError, route_timer_message
 from broker.transaction.bridge import HALF_TOPIC, committed_message
 from broker.transaction.service import TransactionalMessageService, immunity_floor_ms
 from codec.codes import RequestCode, ResponseCode
@@ -126,6 +128,18 @@ class EndTransactionProcessor:
     ) -> tuple[int, str | None]:
         broker = self.broker
         record = committed_message(half, props, TRANSACTION_COMMIT_TYPE, header.commit_log_offset)
+        config = broker.config
+        try:  # a committed message is a send like any other: timer and delay routing apply
+            route_timer_message(
+                record,
+                props,
+                broker.now_ms(),
+                max_delay_sec=config.timer_max_delay_sec,
+                precision_ms=config.timer_precision_ms,
+                wheel_enable=config.timer_wheel_enable,
+            )
+        except TimerMessageError as err:
+            return err.response_code, str(err)
         apply_delay_level(record, props, broker.schedule.max_level)
         result = await broker.put_messages([record], [props])
         if result.status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):

@@ -223,3 +223,18 @@ async def test_end_after_the_immunity_time_is_left_to_the_check(tmp_path: Path) 
         from_check = await conn.invoke(end_request(q, c, TRANSACTION_COMMIT_TYPE, from_check=True), 5)
         assert from_check.code == ResponseCode.SUCCESS
         assert [m.body for m in await pulled(conn, "TxI")] == [b"late"]
+
+
+async def test_a_committed_timer_message_waits_for_its_due_time(tmp_path: Path) -> None:
+    async with running(tmp_path) as (_app, conn):
+        q, c = await send_half(conn, "TxTimer", b"due-later", TIMER_DELAY_MS="1500")
+        committed_at = trio.current_time()
+        resp = await conn.invoke(end_request(q, c, TRANSACTION_COMMIT_TYPE), 5)
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+        assert await pulled(conn, "TxTimer") == []
+
+        async def arrived() -> bool:
+            return [m.body for m in await pulled(conn, "TxTimer")] == [b"due-later"]
+
+        await wait_for(arrived)
+        assert trio.current_time() - committed_at >= 1.4  # due 1.5 s after the commit reached the broker
