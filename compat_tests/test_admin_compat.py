@@ -331,6 +331,7 @@ def exercise(name: str, workdir: Path) -> Run:
             )
         )
         run.out["metadata.json"] = (workdir / "meta" / "metadata.json").read_text()
+        (workdir / "outputs.json").write_text(json.dumps(run.out, indent=1))  # for a side-by-side look
         events = consumer.stop()
         received = of(events, "received")
         run.consumed_distinct = len({e["uid"] for e in received})
