@@ -262,11 +262,18 @@ class BrokerStats:
         self.put_entire_time_max_ms = max(self.put_entire_time_max_ms, elapsed_ms)
 
     def _rotate_latency(self, now: int) -> None:
+        """Minute windows aligned on the start time, as Java's timer: the last whole minute is the
+        one just ended, empty when nothing was put during it."""
         if now < self._latency_rotate_at:
             return
-        self._last_distribution, self._distribution = self._distribution, [0] * len(DISTRIBUTION_DESC)
-        self._last_latency, self._latency = self._latency, [0] * (len(PERCENTILE_BOUNDS) + 1)
-        self._latency_rotate_at = now + LATENCY_WINDOW_MS
+        ended_long_ago = now >= self._latency_rotate_at + LATENCY_WINDOW_MS
+        current, latency = self._distribution, self._latency
+        self._distribution = [0] * len(DISTRIBUTION_DESC)
+        self._latency = [0] * (len(PERCENTILE_BOUNDS) + 1)
+        self._last_distribution = [0] * len(DISTRIBUTION_DESC) if ended_long_ago else current
+        self._last_latency = [0] * (len(PERCENTILE_BOUNDS) + 1) if ended_long_ago else latency
+        missed = (now - self._latency_rotate_at) // LATENCY_WINDOW_MS + 1
+        self._latency_rotate_at += missed * LATENCY_WINDOW_MS
 
     # -- today / yesterday -----------------------------------------------------------------------
 

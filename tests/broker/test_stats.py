@@ -95,6 +95,10 @@ def test_put_latency_distribution_and_percentiles_of_the_last_minute() -> None:
     assert "[200~500ms]:1 " in info["putMessageDistributeTime"]
     assert float(info["putLatency99"]) == pytest.approx(15.0, abs=1.0)
     assert info["putMessageEntireTimeMax"] == "300"
+    clock.advance(120_000)  # two idle minutes later the last whole minute saw nothing
+    info = stats.store_runtime_info()
+    assert "[<=0ms]:0 " in info["putMessageDistributeTime"]
+    assert info["putLatency99"] == "0.00"
 
 
 def test_group_gets_feed_consume_tps_and_broker_totals() -> None:
