@@ -172,6 +172,31 @@ def test_sql92_selects_exactly_the_matching_messages(
 
 
 @pytest.mark.parametrize("line", CLIENT_LINES)
+def test_lite_pull_consumer_pulls_with_its_expression(
+    filtering: Target, tmp_path_factory: pytest.TempPathFactory, line: str
+) -> None:
+    """DefaultLitePullConsumer sends its SQL92 expression with every pull (no CHECK_CLIENT_CONFIG,
+    no heartbeat subscription needed): it gets exactly the matching messages."""
+    home = tmp_path_factory.mktemp(f"lite-{filtering.name}-{short(line)}")
+    topic = f"Sql92Lite{short(line)}"
+    produce_messages(filtering, home, line, topic)
+    sql, selects = CASES[1]
+    expected = {f"m{i}" for i, (tag, props) in enumerate(MESSAGES) if selects(tag, props)}
+    events = run_filter_scenario(
+        line,
+        "litepull",
+        filtering,
+        home,
+        topic=topic,
+        settle_ms=SETTLE_MS,
+        sql0=sql,
+        group0=f"sql92Lite{short(line)}",
+        expect0=len(expected),
+    )
+    assert {e["body"] for e in of(events, "received")} == expected
+
+
+@pytest.mark.parametrize("line", CLIENT_LINES)
 def test_redelivery_from_the_retry_topic_keeps_to_the_matching_messages(
     filtering: Target, tmp_path_factory: pytest.TempPathFactory, line: str
 ) -> None:

@@ -7,10 +7,12 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.MessageSelector;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
@@ -35,6 +37,9 @@ import org.apache.rocketmq.common.message.MessageExt;
  *   events: start_error {k, code, remark, error} when start() fails (the broker refused the
  *   subscription), received {k, body, tags, props, reconsumeTimes, status}, done {k, received,
  *   distinct, acked} per consumer.
+ * litepull namesrv=H:P topic=T timeout=S settle-ms=N sql0=... group0=... expect0=N
+ *   one DefaultLitePullConsumer subscribed with MessageSelector.bySql (its pulls carry the
+ *   expression); events: received {k, body, tags, props}, done {k, received, distinct, acked}.
  * </pre>
  * A consumer is done when it has acknowledged expectK distinct bodies and then settle-ms more
  * passed (messages that should not match have that long to show up), or at the timeout.
@@ -59,6 +64,8 @@ public final class FilterScenario {
                 produce(args);
             } else if ("consume".equals(argv[0])) {
                 consume(args);
+            } else if ("litepull".equals(argv[0])) {
+                litePull(args);
             } else {
                 throw new IllegalArgumentException("unknown command " + argv[0]);
             }
@@ -260,5 +267,48 @@ public final class FilterScenario {
             done.put("acked", seen.get(key).size());
             emit(done);
         }
+    }
+
+    static void litePull(Map<String, String> args) throws Exception {
+        long deadline = System.nanoTime() + (long) (Double.parseDouble(args.getOrDefault("timeout", "60")) * 1e9);
+        long settleNs = Long.parseLong(args.getOrDefault("settle-ms", "3000")) * 1_000_000L;
+        int expect = Integer.parseInt(args.getOrDefault("expect0", "0"));
+        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(args.get("group0"));
+        consumer.setNamesrvAddr(args.get("namesrv"));
+        consumer.setVipChannelEnabled(false);
+        consumer.setInstanceName("filter-litepull-" + System.nanoTime());
+        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        consumer.setPollTimeoutMillis(1000);
+        consumer.subscribe(args.get("topic"), MessageSelector.bySql(args.get("sql0")));
+        consumer.start();
+        Set<String> bodies = new HashSet<>();
+        int deliveries = 0;
+        long doneAt = 0;
+        try {
+            while (System.nanoTime() < deadline && (doneAt == 0 || System.nanoTime() - doneAt < settleNs)) {
+                for (MessageExt m : consumer.poll(500)) {
+                    String body = new String(m.getBody(), StandardCharsets.UTF_8);
+                    bodies.add(body);
+                    deliveries++;
+                    Map<String, Object> ev = event("received");
+                    ev.put("k", 0);
+                    ev.put("body", body);
+                    ev.put("tags", m.getTags());
+                    ev.put("props", new TreeMap<String, Object>(m.getProperties()));
+                    emit(ev);
+                }
+                if (doneAt == 0 && bodies.size() >= expect) {
+                    doneAt = System.nanoTime();
+                }
+            }
+        } finally {
+            consumer.shutdown();
+        }
+        Map<String, Object> done = event("done");
+        done.put("k", 0);
+        done.put("received", deliveries);
+        done.put("distinct", bodies.size());
+        done.put("acked", bodies.size());
+        emit(done);
     }
 }
