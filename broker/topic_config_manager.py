@@ -3,6 +3,14 @@
 Mirrors ``org.apache.rocketmq.broker.topic.TopicConfigManager`` and ``TopicValidator``.
 Every change bumps the :class:`DataVersion` and calls ``on_change`` with the changed topics, so
 the broker can persist ``topics.json`` and send an incremental registration to the NameServers.
+
+Every topic that reaches the table from outside (an admin request, ``topics.json``) passes
+:func:`validate_topic_config` first: a name ``TopicValidator`` accepts, queue counts within
+``0..MAX_QUEUE_NUMS`` and a perm ``PermName.isValid`` accepts. Java's ``updateAndCreateTopic``
+checks only the name and takes any ``int`` queue count, but every request that walks a topic's
+queues (stats, consume stats, registration) then does work in proportion to it; the bound keeps one
+request from taking the broker down. A ``topics.json`` entry that fails the check is left out with
+an ERROR line instead of stopping start-up.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from typing import Any
 
 from broker.config import BrokerConfig
 from codec.bodies.register import PERM_INHERIT, PERM_READ, PERM_WRITE, DataVersion, TopicConfig
-from codec.errors import RocketMQError
+from codec.errors import BodyError, RocketMQError
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +56,10 @@ _VALID_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 TOPIC_MAX_LENGTH = 127
 RETRY_OR_DLQ_TOPIC_MAX_LENGTH = 255
 GROUP_MAX_LENGTH = 120
+#: Most read or write queues a topic may have here. Java has no limit (any int); 1024 is the
+#: largest count the Java broker itself gives a topic (``BenchmarkTest``), 128 times mqadmin's default 8.
+MAX_QUEUE_NUMS = 1024
+PERM_PRIORITY = 8  # PermName.PERM_PRIORITY: PermName.isValid(perm) is 0 <= perm < PERM_PRIORITY
 
 
 class TopicValidationError(RocketMQError):
@@ -69,6 +81,22 @@ def validate_topic(topic: str) -> None:
     )
     if len(topic) > limit:
         raise TopicValidationError(f"The specified topic is longer than topic max length {limit}.")
+
+
+def validate_topic_config(topic: TopicConfig) -> None:
+    """Raise :class:`TopicValidationError` unless ``topic`` may enter the table (module docstring)."""
+    validate_topic(topic.topic_name)
+    for key, count in (("readQueueNums", topic.read_queue_nums), ("writeQueueNums", topic.write_queue_nums)):
+        if not isinstance(count, int) or not 0 <= count <= MAX_QUEUE_NUMS:
+            raise TopicValidationError(
+                f"The {key} {count!r} of topic[{topic.topic_name}] is out of range 0..{MAX_QUEUE_NUMS}."
+            )
+    if not isinstance(topic.perm, int) or not 0 <= topic.perm < PERM_PRIORITY:
+        raise TopicValidationError(f"The perm {topic.perm!r} of topic[{topic.topic_name}] is invalid.")
+    if not isinstance(topic.topic_sys_flag, int) or not -(2**31) <= topic.topic_sys_flag < 2**31:
+        raise TopicValidationError(
+            f"The topicSysFlag {topic.topic_sys_flag!r} of topic[{topic.topic_name}] is not an int."
+        )
 
 
 def is_valid_group(group: str) -> bool:
@@ -144,11 +172,21 @@ class TopicConfigManager:
         }
 
     def load_obj(self, obj: Any) -> None:
-        """Merge a topics.json document over the system topics; raises ``BodyError`` if malformed."""
+        """Merge a topics.json document over the system topics.
+
+        An entry that does not parse or fails :func:`validate_topic_config` is left out with an
+        ERROR line, so one bad entry cannot keep the broker from starting.
+        """
         if not isinstance(obj, dict):
             return
         for name, raw in (obj.get("topicConfigTable") or {}).items():
-            self.table[str(name)] = TopicConfig.from_obj(raw)
+            try:
+                topic = TopicConfig.from_obj(raw)
+                validate_topic_config(topic)
+            except (BodyError, TopicValidationError) as err:
+                logger.error("topics.json: topic %s left out: %s", name, err)
+                continue
+            self.table[str(name)] = topic
         if isinstance(obj.get("dataVersion"), dict):
             self.data_version = DataVersion.from_obj(obj["dataVersion"])
         if not self.config.auto_create_topic_enable and DEFAULT_TOPIC in self.table:
@@ -173,7 +211,10 @@ class TopicConfigManager:
             self.on_change(list(topics))
 
     def update(self, topic: TopicConfig) -> None:
-        """Create or replace a topic (admin UPDATE_AND_CREATE_TOPIC)."""
+        """Create or replace a topic (admin UPDATE_AND_CREATE_TOPIC); raises
+        :class:`TopicValidationError` (INVALID_PARAMETER) for a config that
+        :func:`validate_topic_config` refuses."""
+        validate_topic_config(topic)
         self.table[topic.topic_name] = topic
         logger.info("topic config updated: %s", topic)
         self._changed([topic])

@@ -1,17 +1,21 @@
 """NameServer KV configuration (mirrors ``KVConfigManager``), persisted to ``kvConfig.json``.
 
-File: ``{"configTable":{namespace:{key:value}}}``, written to a temp file and renamed, with the
-previous version kept as ``.bak`` and read when the main file is missing or unreadable.
+File: ``{"configTable":{namespace:{key:value}}}``, written atomically through a temp file with a
+unique name (:func:`store.metadata.write_atomically`), so two NameServers sharing ``HOME`` that
+persist at the same moment cannot collide; the previous version is kept as ``.bak`` and read,
+with a WARNING, when the main file is missing, unreadable or not a ``configTable`` document.
+A failed write is logged and leaves the previous file intact; the table in memory stays current.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
+from typing import Any
 
 from codec import fastjson
-from codec.errors import BodyError
+from store.errors import StoreCorruptionError, StoreError
+from store.metadata import load_json_file, write_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -22,31 +26,26 @@ class KVConfigManager:
         self.table: dict[str, dict[str, str]] = {}
 
     def load(self) -> None:
+        """Read the file (or its ``.bak``); an unusable pair is logged and the table starts empty."""
         if self.path is None:
             return
-        for candidate in (self.path, self.path.with_name(self.path.name + ".bak")):
-            try:
-                doc = fastjson.loads(candidate.read_bytes())
-            except FileNotFoundError:
-                continue
-            except (OSError, BodyError) as err:
-                logger.warning("cannot read %s: %s", candidate, err)
-                continue
-            table = doc.get("configTable") if isinstance(doc, dict) else None
-            if isinstance(table, dict):
-                self.table = {str(ns): {str(k): str(v) for k, v in kv.items()} for ns, kv in table.items()}
-                logger.info("loaded %d KV namespaces from %s", len(self.table), candidate)
-                return
+        try:
+            doc = load_json_file(str(self.path), _table_of)
+        except StoreError as err:
+            logger.error("cannot load KV config, starting empty: %s", err)
+            return
+        if doc is not None:
+            self.table = _table_of(doc)
+            logger.info("loaded %d KV namespaces from %s", len(self.table), self.path)
 
     def persist(self) -> None:
         if self.path is None or (not self.table and not self.path.exists()):
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_bytes(fastjson.dumps({"configTable": self.table}))
-        if self.path.exists():
-            os.replace(self.path, self.path.with_name(self.path.name + ".bak"))
-        os.replace(tmp, self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(str(self.path), fastjson.dumps({"configTable": self.table}))
+        except (OSError, StoreError) as err:
+            logger.error("could not persist %s: %s", self.path, err)
 
     def put(self, namespace: str, key: str, value: str) -> None:
         self.table.setdefault(namespace, {})[key] = value
@@ -64,3 +63,11 @@ class KVConfigManager:
 
     def namespace(self, namespace: str) -> dict[str, str]:
         return dict(self.table.get(namespace, {}))
+
+
+def _table_of(doc: Any) -> dict[str, dict[str, str]]:
+    """The ``configTable`` of a parsed document; raises :class:`StoreCorruptionError` if it has none."""
+    table = doc.get("configTable") if isinstance(doc, dict) else None
+    if not isinstance(table, dict) or not all(isinstance(kv, dict) for kv in table.values()):
+        raise StoreCorruptionError("no configTable object of namespace objects")
+    return {str(ns): {str(k): str(v) for k, v in kv.items()} for ns, kv in table.items()}

@@ -14,12 +14,12 @@ class CreateTopicRequestHeader(CustomHeader):
 
     topic: str = wire("topic")
     default_topic: str = wire("defaultTopic")
-    read_queue_nums: int = wire("readQueueNums")
-    write_queue_nums: int = wire("writeQueueNums")
-    perm: int = wire("perm")
+    read_queue_nums: int = wire("readQueueNums", int32=True)
+    write_queue_nums: int = wire("writeQueueNums", int32=True)
+    perm: int = wire("perm", int32=True)
     topic_filter_type: str = wire("topicFilterType")
     order: bool = wire("order")
-    topic_sys_flag: int | None = wire("topicSysFlag", required=False)
+    topic_sys_flag: int | None = wire("topicSysFlag", required=False, int32=True)
     attributes: str | None = wire("attributes", required=False)
     force: bool | None = wire("force", required=False)
 
@@ -33,7 +33,7 @@ class TopicRequestHeader(CustomHeader):
 
 @dataclass(slots=True)
 class GetAllTopicConfigResponseHeader(CustomHeader):
-    total_topic_num: int | None = wire("totalTopicNum", required=False)
+    total_topic_num: int | None = wire("totalTopicNum", required=False, int32=True)
 
 
 @dataclass(slots=True)
@@ -77,7 +77,7 @@ class ResetOffsetRequestHeader(CustomHeader):
     topic: str = wire("topic")
     timestamp: int = wire("timestamp")
     is_force: bool = wire("isForce")
-    queue_id: int = wire("queueId", required=False, default=-1)
+    queue_id: int = wire("queueId", required=False, default=-1, int32=True)
     offset: int | None = wire("offset", required=False)
 
 
@@ -104,9 +104,9 @@ class GetBrokerConfigResponseHeader(CustomHeader):
 @dataclass(slots=True)
 class QueryConsumeQueueRequestHeader(CustomHeader):
     topic: str = wire("topic")
-    queue_id: int = wire("queueId")
+    queue_id: int = wire("queueId", int32=True)
     index: int = wire("index")
-    count: int = wire("count")
+    count: int = wire("count", int32=True)
     consumer_group: str | None = wire("consumerGroup", required=False)
 
 
@@ -142,5 +142,5 @@ class ConsumeMessageDirectlyResultRequestHeader(CustomHeader):
     msg_id: str | None = wire("msgId", required=False)
     broker_name: str | None = wire("brokerName", required=False)
     topic: str | None = wire("topic", required=False)
-    topic_sys_flag: int | None = wire("topicSysFlag", required=False)
-    group_sys_flag: int | None = wire("groupSysFlag", required=False)
+    topic_sys_flag: int | None = wire("topicSysFlag", required=False, int32=True)
+    group_sys_flag: int | None = wire("groupSysFlag", required=False, int32=True)

@@ -9,7 +9,11 @@ converts them is built once per class. Conversion rules (``RemotingCommand.decod
   ``true``, anything else is false, as ``Boolean.parseBoolean``); ``float`` Java decimal.
 * Only non-``None`` values are written.
 * A field marked required (``@CFNotNull`` in Java) that is missing raises :class:`HeaderError`;
-  a malformed number raises it too. Both become a ``SYSTEM_ERROR`` response in the dispatcher.
+  a malformed number raises it too, and so does one outside the range of the Java field's type:
+  ``Integer.parseInt`` for ``int``/``Integer`` fields (declared ``wire(..., int32=True)``),
+  ``Long.parseLong`` for the others. The Java broker answers such a request ``SYSTEM_ERROR``
+  (``NettyRemotingAbstract.processRequestCommand`` turns the ``NumberFormatException`` into one);
+  here the dispatcher does the same from the :class:`HeaderError`, with a rate-limited log line.
 """
 
 from __future__ import annotations
@@ -24,17 +28,39 @@ from codec.errors import HeaderError
 _MISSING = dataclasses.MISSING
 
 
-def wire(key: str, *, required: bool = True, default: Any = None) -> Any:
-    """Declare a header field: its ``extFields`` key, whether Java requires it, its default."""
-    return dataclasses.field(default=default, metadata={"key": key, "required": required})
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1  # java.lang.Integer.MIN_VALUE / MAX_VALUE
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # java.lang.Long.MIN_VALUE / MAX_VALUE
+_MAX_DIGITS = 20  # a sign and 19 digits hold every long; longer text is refused before int()
+
+
+def wire(key: str, *, required: bool = True, default: Any = None, int32: bool = False) -> Any:
+    """Declare a header field: its ``extFields`` key, whether Java requires it, its default, and
+    for an ``int`` field whether Java declares it ``int``/``Integer`` (else ``long``/``Long``)."""
+    return dataclasses.field(default=default, metadata={"key": key, "required": required, "int32": int32})
+
+
+def _parse_digits(value: str) -> int:
+    # Stricter than int(): Java's parse methods take no spaces, underscores or non-ASCII digits.
+    digits = value[1:] if value[:1] in ("-", "+") else value
+    if not (digits.isascii() and digits.isdigit()) or len(value) > _MAX_DIGITS:
+        raise ValueError(value)
+    return int(value)
 
 
 def _parse_int(value: str) -> int:
-    # Stricter than int(): Java's Long.parseLong takes no spaces, underscores or non-ASCII digits.
-    digits = value[1:] if value[:1] in ("-", "+") else value
-    if not (digits.isascii() and digits.isdigit()):
+    """``Long.parseLong``: a decimal within the 64-bit range."""
+    number = _parse_digits(value)
+    if not INT64_MIN <= number <= INT64_MAX:
         raise ValueError(value)
-    return int(value)
+    return number
+
+
+def _parse_int32(value: str) -> int:
+    """``Integer.parseInt``: a decimal within the 32-bit range."""
+    number = _parse_digits(value)
+    if not INT32_MIN <= number <= INT32_MAX:
+        raise ValueError(value)
+    return number
 
 
 def _parse_bool(value: str) -> bool:
@@ -64,6 +90,7 @@ class _Field(typing.NamedTuple):
     key: str
     kind: type
     required: bool
+    int32: bool
 
 
 def _base_type(annotation: Any) -> type:
@@ -84,7 +111,7 @@ def _compile_decoder(cls: type[CustomHeader], table: tuple[_Field, ...]) -> Deco
     function is several times faster than a generic loop over the field table.
     """
     lines = ["def decode(ext):", "    get = ext.get", "    kw = {}"]
-    for i, (attr, key, kind, required) in enumerate(table):
+    for i, (attr, key, kind, required, int32) in enumerate(table):
         lines.append(f"    v = get({key!r})")
         if required:
             lines.append(f"    if v is None: raise HeaderError(_missing({key!r}))")
@@ -96,7 +123,10 @@ def _compile_decoder(cls: type[CustomHeader], table: tuple[_Field, ...]) -> Deco
             lines.append(f"{indent}kw[{attr!r}] = v")
         else:
             lines.append(f"{indent}try: kw[{attr!r}] = p{i}(v)")
-            malformed = f"_malformed({key!r}, {kind.__name__!r}, v)"
+            kind_name = kind.__name__
+            if kind is int:
+                kind_name = "32-bit int" if int32 else "64-bit int"
+            malformed = f"_malformed({key!r}, {kind_name!r}, v)"
             lines.append(f"{indent}except ValueError: raise HeaderError({malformed}) from None")
     lines.append("    return cls(**kw)")
     namespace: dict[str, Any] = {
@@ -105,7 +135,7 @@ def _compile_decoder(cls: type[CustomHeader], table: tuple[_Field, ...]) -> Deco
         "_missing": lambda key: f"{cls.__name__}: missing required field {key!r}",
         "_malformed": lambda key, kind, v: f"{cls.__name__}: field {key!r} is not a {kind}: {v!r}",
     }
-    namespace.update({f"p{i}": _PARSERS[f.kind] for i, f in enumerate(table)})
+    namespace.update({f"p{i}": _parse_int32 if f.int32 else _PARSERS[f.kind] for i, f in enumerate(table)})
     exec("\n".join(lines), namespace)  # code built from our own class definitions only
     return typing.cast(Decoder, namespace["decode"])
 
@@ -123,7 +153,13 @@ class CustomHeader:
         if table is None:
             hints = typing.get_type_hints(cls)
             table = tuple(
-                _Field(f.name, f.metadata["key"], _base_type(hints[f.name]), f.metadata["required"])
+                _Field(
+                    f.name,
+                    f.metadata["key"],
+                    _base_type(hints[f.name]),
+                    f.metadata["required"],
+                    f.metadata.get("int32", False),
+                )
                 for f in dataclasses.fields(cls)  # type: ignore[arg-type]
                 if "key" in f.metadata
             )
@@ -142,7 +178,7 @@ class CustomHeader:
     def to_ext_fields(self) -> dict[str, str]:
         """The header as the string map that travels in ``extFields`` (``None`` values left out)."""
         out: dict[str, str] = {}
-        for attr, key, kind, _required in self._table():
+        for attr, key, kind, _required, _int32 in self._table():
             value = getattr(self, attr)
             if value is not None:
                 out[key] = value if kind is str else _FORMATTERS[kind](value)

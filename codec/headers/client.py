@@ -35,7 +35,7 @@ class NotifyConsumerIdsChangedRequestHeader(CustomHeader):
 class QueryConsumerOffsetRequestHeader(CustomHeader):
     consumer_group: str = wire("consumerGroup")
     topic: str = wire("topic")
-    queue_id: int = wire("queueId")
+    queue_id: int = wire("queueId", int32=True)
     set_zero_if_not_found: bool | None = wire("setZeroIfNotFound", required=False)  # 5.x
     broker_name: str | None = wire("bname", required=False)
 
@@ -44,7 +44,7 @@ class QueryConsumerOffsetRequestHeader(CustomHeader):
 class UpdateConsumerOffsetRequestHeader(CustomHeader):
     consumer_group: str = wire("consumerGroup")
     topic: str = wire("topic")
-    queue_id: int = wire("queueId")
+    queue_id: int = wire("queueId", int32=True)
     commit_offset: int = wire("commitOffset")
     broker_name: str | None = wire("bname", required=False)
 
@@ -52,7 +52,7 @@ class UpdateConsumerOffsetRequestHeader(CustomHeader):
 @dataclass(slots=True)
 class GetMaxOffsetRequestHeader(CustomHeader):
     topic: str = wire("topic")
-    queue_id: int = wire("queueId")
+    queue_id: int = wire("queueId", int32=True)
     committed: bool | None = wire("committed", required=False)  # 5.x, always sent by it
     broker_name: str | None = wire("bname", required=False)
 
@@ -60,14 +60,14 @@ class GetMaxOffsetRequestHeader(CustomHeader):
 @dataclass(slots=True)
 class GetMinOffsetRequestHeader(CustomHeader):
     topic: str = wire("topic")
-    queue_id: int = wire("queueId")
+    queue_id: int = wire("queueId", int32=True)
     broker_name: str | None = wire("bname", required=False)
 
 
 @dataclass(slots=True)
 class GetEarliestMsgStoretimeRequestHeader(CustomHeader):
     topic: str = wire("topic")
-    queue_id: int = wire("queueId")
+    queue_id: int = wire("queueId", int32=True)
     broker_name: str | None = wire("bname", required=False)
 
 
@@ -76,7 +76,7 @@ class SearchOffsetRequestHeader(CustomHeader):
     """``boundary_type`` is ``"lower"`` (default when absent) or ``"upper"`` (5.1.4+)."""
 
     topic: str = wire("topic")
-    queue_id: int = wire("queueId")
+    queue_id: int = wire("queueId", int32=True)
     timestamp: int = wire("timestamp")
     boundary_type: str | None = wire("boundaryType", required=False)
     broker_name: str | None = wire("bname", required=False)
@@ -105,9 +105,9 @@ class ConsumerSendMsgBackRequestHeader(CustomHeader):
 
     offset: int = wire("offset")
     group: str = wire("group")
-    delay_level: int = wire("delayLevel")
+    delay_level: int = wire("delayLevel", int32=True)
     origin_msg_id: str | None = wire("originMsgId", required=False)
     origin_topic: str | None = wire("originTopic", required=False)
     unit_mode: bool = wire("unitMode", required=False, default=False)
-    max_reconsume_times: int | None = wire("maxReconsumeTimes", required=False)
+    max_reconsume_times: int | None = wire("maxReconsumeTimes", required=False, int32=True)
     broker_name: str | None = wire("bname", required=False)

@@ -17,7 +17,7 @@ class RegisterBrokerRequestHeader(CustomHeader):
     heartbeat_timeout_millis: int | None = wire("heartbeatTimeoutMillis", required=False)
     enable_acting_master: bool | None = wire("enableActingMaster", required=False)  # absent: 4.x
     compressed: bool = wire("compressed", required=False, default=False)
-    body_crc32: int = wire("bodyCrc32", required=False, default=0)
+    body_crc32: int = wire("bodyCrc32", required=False, default=0, int32=True)
 
 
 @dataclass(slots=True)
@@ -40,11 +40,11 @@ class BrokerHeartbeatRequestHeader(CustomHeader):
     broker_addr: str = wire("brokerAddr")
     broker_name: str = wire("brokerName")
     broker_id: int | None = wire("brokerId", required=False)
-    epoch: int | None = wire("epoch", required=False)
+    epoch: int | None = wire("epoch", required=False, int32=True)
     max_offset: int | None = wire("maxOffset", required=False)
     confirm_offset: int | None = wire("confirmOffset", required=False)
     heartbeat_timeout_mills: int | None = wire("heartbeatTimeoutMills", required=False)
-    election_priority: int | None = wire("electionPriority", required=False)
+    election_priority: int | None = wire("electionPriority", required=False, int32=True)
 
 
 @dataclass(slots=True)
@@ -100,12 +100,12 @@ class BrokerNameRequestHeader(CustomHeader):
 
 @dataclass(slots=True)
 class WipeWritePermOfBrokerResponseHeader(CustomHeader):
-    wipe_topic_count: int = wire("wipeTopicCount")
+    wipe_topic_count: int = wire("wipeTopicCount", int32=True)
 
 
 @dataclass(slots=True)
 class AddWritePermOfBrokerResponseHeader(CustomHeader):
-    add_topic_count: int = wire("addTopicCount")
+    add_topic_count: int = wire("addTopicCount", int32=True)
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"  # ext key: "true" when `key` is a UNIQ_K
 class QueryMessageRequestHeader(CustomHeader):
     topic: str = wire("topic")
     key: str = wire("key")
-    max_num: int = wire("maxNum")
+    max_num: int = wire("maxNum", int32=True)
     begin_timestamp: int = wire("beginTimestamp")
     end_timestamp: int = wire("endTimestamp")
     broker_name: str | None = wire("bname", required=False)

@@ -16,7 +16,7 @@ class EndTransactionRequestHeader(CustomHeader):
     producer_group: str = wire("producerGroup")
     tran_state_table_offset: int = wire("tranStateTableOffset")
     commit_log_offset: int = wire("commitLogOffset")
-    commit_or_rollback: int = wire("commitOrRollback")
+    commit_or_rollback: int = wire("commitOrRollback", int32=True)
     msg_id: str = wire("msgId")
     from_transaction_check: bool | None = wire("fromTransactionCheck", required=False)
     transaction_id: str | None = wire("transactionId", required=False)

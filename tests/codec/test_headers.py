@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codec.errors import HeaderError
+from codec.headers.admin import CreateTopicRequestHeader
 from codec.headers.base import CustomHeader
 from codec.headers.client import QueryConsumerOffsetRequestHeader, SearchOffsetRequestHeader
 from codec.headers.send import SendMessageRequestHeader, SendMessageRequestHeaderV2
@@ -43,6 +44,8 @@ def _strategy(cls: type[CustomHeader]) -> st.SearchStrategy[CustomHeader]:
         tp = hints[field.name]
         base = next((a for a in typing.get_args(tp) if a is not type(None)), tp)
         strat = _values[base]
+        if field.metadata.get("int32"):  # Java int/Integer: Integer.parseInt's range
+            strat = st.integers(-(2**31), 2**31 - 1)
         nullable = not field.metadata["required"] and field.default is None
         kwargs[field.name] = st.none() | strat if nullable else strat
     return st.builds(cls, **kwargs)
@@ -96,7 +99,7 @@ def test_send_v2_one_letter_keys_convert_to_v1() -> None:
 
 @pytest.mark.parametrize("bad", ["x", "1.5", " 4", "1_0", "٣", ""])
 def test_malformed_number_is_a_header_error(bad: str) -> None:
-    with pytest.raises(HeaderError, match="'d' is not a int"):
+    with pytest.raises(HeaderError, match="'d' is not a 32-bit int"):
         SendMessageRequestHeaderV2.from_ext_fields({**V2_FIELDS, "d": bad})
 
 
@@ -113,3 +116,44 @@ def test_boundary_type_is_lower_unless_upper() -> None:
     base = {"topic": "t", "queueId": "0", "timestamp": "5"}
     assert not SearchOffsetRequestHeader.from_ext_fields(base).is_upper
     assert SearchOffsetRequestHeader.from_ext_fields({**base, "boundaryType": "UPPER"}).is_upper
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        ("2147483647", True),
+        ("-2147483648", True),
+        ("2147483648", False),
+        ("-2147483649", False),
+        ("+7", True),
+        ("1_0", False),
+        (" 1", False),
+        ("١", False),
+        ("9" * 5000, False),
+    ],
+)
+def test_int32_fields_take_what_integer_parseint_takes(text: str, ok: bool) -> None:
+    ext = {
+        "topic": "T",
+        "defaultTopic": "TBW102",
+        "readQueueNums": text,
+        "writeQueueNums": "1",
+        "perm": "6",
+        "topicFilterType": "SINGLE_TAG",
+        "order": "false",
+    }
+    if ok:
+        assert CreateTopicRequestHeader.from_ext_fields(ext).read_queue_nums == int(text)
+    else:
+        with pytest.raises(HeaderError, match="readQueueNums"):
+            CreateTopicRequestHeader.from_ext_fields(ext)
+
+
+@pytest.mark.parametrize(("text", "ok"), [("9223372036854775807", True), ("9223372036854775808", False)])
+def test_int64_fields_take_what_long_parselong_takes(text: str, ok: bool) -> None:
+    send = {"a": "p", "b": "T", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": text, "h": "0"}
+    if ok:
+        assert SendMessageRequestHeaderV2.from_ext_fields(send).born_timestamp == int(text)
+    else:
+        with pytest.raises(HeaderError, match="'g'"):
+            SendMessageRequestHeaderV2.from_ext_fields(send)
