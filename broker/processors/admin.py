@@ -4,6 +4,10 @@ info and config, and the order locks LOCK_BATCH_MQ / UNLOCK_BATCH_MQ.
 
 Bodies keyed by ``MessageQueue`` (``TopicStatsTable``, ``ConsumeStats``) are written in fastjson's
 object-key form, which is what ``mqadmin topicStatus`` / ``consumerProgress`` parse.
+
+The work of every request here is bounded by validated state: queue counts enter the topic table
+only through :func:`validate_topic_config` (at most ``MAX_QUEUE_NUMS`` per topic), and a consume
+stats request names each existing topic at most once, however long its ``topicList``.
 """
 
 from __future__ import annotations
@@ -14,7 +18,13 @@ from typing import Any
 from broker.client_manager import ClientChannel
 from broker.controller import BrokerController
 from broker.subscription_group_manager import SubscriptionGroupConfig
-from broker.topic_config_manager import TopicValidationError, is_system_topic, is_valid_group, validate_topic
+from broker.topic_config_manager import (
+    TopicValidationError,
+    is_system_topic,
+    is_valid_group,
+    validate_topic,
+    validate_topic_config,
+)
 from codec import fastjson
 from codec.bodies.lock import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
 from codec.bodies.register import TopicConfig
@@ -108,8 +118,6 @@ class AdminBrokerProcessor:
             return request.make_response(
                 ResponseCode.INVALID_PARAMETER, f"The topic[{header.topic}] is conflict with system topic."
             )
-        if header.perm & ~0x7:
-            return request.make_response(ResponseCode.INVALID_PARAMETER, f"invalid perm {header.perm}")
         existing = self.broker.topics.select(header.topic)
         topic = TopicConfig(
             header.topic,
@@ -122,6 +130,10 @@ class AdminBrokerProcessor:
         )
         if existing is not None:
             topic.attributes = dict(existing.attributes)
+        try:
+            validate_topic_config(topic)
+        except TopicValidationError as err:
+            return request.make_response(ResponseCode.INVALID_PARAMETER, str(err))
         self.broker.topics.update(topic)
         return request.make_response(ResponseCode.SUCCESS)
 
@@ -184,7 +196,8 @@ class AdminBrokerProcessor:
         broker = self.broker
         group = header.consumer_group
         if header.topic_list:
-            topics = [t for t in header.topic_list.split(",") if t]
+            # Each topic once, and only topics this broker has: the work is bounded by the table.
+            topics = [t for t in dict.fromkeys(header.topic_list.split(",")) if t in broker.topics.table]
         elif header.topic:
             topics = [header.topic]
         else:
