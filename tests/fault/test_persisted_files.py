@@ -70,7 +70,9 @@ def test_metadata_writers_in_one_process_never_collide(tmp_path: Path) -> None:
         persist_json_file(path, {"offsetTable": {"T@g": {"0": i}}})
 
     assert _race(persist) == []
-    assert load_json_file(path)["offsetTable"]["T@g"]["0"] in range(WRITERS)
+    doc = load_json_file(path)
+    assert doc is not None
+    assert doc["offsetTable"]["T@g"]["0"] in range(WRITERS)
     assert [p for p in (tmp_path / "config").iterdir() if p.name.endswith(".tmp")] == []
 
 
@@ -102,7 +104,9 @@ def test_metadata_load_validates_and_falls_back_to_bak(
             raise ValueError("no topicConfigTable")
 
     caplog.set_level(logging.WARNING)
-    assert load_json_file(path, has_table)["n"] == 1
+    doc = load_json_file(path, has_table)
+    assert doc is not None
+    assert doc["n"] == 1
     assert any("topics.json.bak" in r.getMessage() for r in caplog.records)
     Path(path + ".bak").write_text("[]")
     with pytest.raises(StoreCorruptionError):
