@@ -36,6 +36,7 @@ import org.apache.rocketmq.common.message.MessageExt;
  */
 public final class RequestReplyScenario {
     private static PrintStream out;
+    private static final java.util.concurrent.atomic.AtomicInteger REPLIED = new java.util.concurrent.atomic.AtomicInteger();
 
     private RequestReplyScenario() {
     }
@@ -113,6 +114,7 @@ public final class RequestReplyScenario {
                         .getBytes(StandardCharsets.UTF_8);
                     Message answer = MessageUtil.createReplyMessage(m, body);
                     SendResult sent = responder.send(answer, 10000);
+                    REPLIED.incrementAndGet();
                     Map<String, Object> ev = event("replied");
                     ev.put("i", m.getUserProperty("i"));
                     ev.put("status", sent.getSendStatus().name());
@@ -141,6 +143,11 @@ public final class RequestReplyScenario {
             ev.put("ms", System.currentTimeMillis() - began);
             emit(ev);
             replies++;
+        }
+        // The requester can hold a reply before the responder's send returned: wait for its report.
+        long deadline = System.currentTimeMillis() + 10000;
+        while (REPLIED.get() < count && System.currentTimeMillis() < deadline) {
+            Thread.sleep(20);
         }
         Map<String, Object> done = event("done");
         done.put("replies", replies);
