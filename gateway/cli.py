@@ -10,23 +10,31 @@ Once every server accepts connections one log line containing ``ready`` names th
 addresses. SIGTERM and SIGINT stop accepting, let in-flight requests finish, flush state and exit.
 ``-c`` reads RocketMQ's own ``namesrv.conf`` / ``broker.conf`` property keys; command-line flags
 override the file; ``NAMESRV_ADDR`` is honoured as in RocketMQ.
+
+What cannot work is refused with one line and a non-zero exit, never a traceback: argparse
+refuses a port outside 0..65535 or an unknown ``--log-level`` (exit 2); a malformed value in the
+config file, a store setting out of range or a bad NameServer address is refused before anything
+listens (exit 2); a port in use or a listen address that does not resolve ends start-up with
+``cannot start: <what> (<host>:<port>)`` (exit 1). Keys no component reads are logged once each.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import signal
+import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import trio
 
 from broker.config import BrokerConfig
 from codec.errors import RocketMQError
 from gateway.config import ServerConfig
-from gateway.launcher import BrokerSpec, Gateway, NamesrvSpec
+from gateway.launcher import BrokerSpec, Gateway, NamesrvSpec, check_specs, log_unused_property_keys
 from gateway.properties import read_properties
 from namesrv.config import NamesrvConfig
 
@@ -34,6 +42,25 @@ logger = logging.getLogger("rmq-gateway")
 
 DEFAULT_NAMESRV_PORT = 9876
 DEFAULT_BROKER_PORT = 10911
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _port(text: str) -> int:
+    """A TCP port for argparse: 0 (any free port) .. 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is outside 0..65535")
+    return port
+
+
+def _log_level(text: str) -> str:
+    level = text.upper()
+    if level not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"unknown log level {text!r} (one of {', '.join(LOG_LEVELS)})")
+    return level
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,15 +79,17 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "-c", "--config", metavar="FILE", help="RocketMQ properties file (namesrv.conf / broker.conf)"
         )
-        p.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+        p.add_argument(
+            "--log-level", type=_log_level, default="INFO", help=f"{', '.join(LOG_LEVELS)} (default INFO)"
+        )
 
     def namesrv_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument(
-            "--namesrv-port", type=int, default=DEFAULT_NAMESRV_PORT, help="NameServer port (9876)"
+            "--namesrv-port", type=_port, default=DEFAULT_NAMESRV_PORT, help="NameServer port (9876)"
         )
 
     def broker_flags(p: argparse.ArgumentParser, standalone: bool) -> None:
-        p.add_argument("--broker-port", type=int, default=DEFAULT_BROKER_PORT, help="Broker port (10911)")
+        p.add_argument("--broker-port", type=_port, default=DEFAULT_BROKER_PORT, help="Broker port (10911)")
         p.add_argument(
             "--store",
             default=None,
@@ -90,7 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
 def build_gateway(args: argparse.Namespace) -> Gateway:
     """The components a command asks for, configured from ``-c`` and the flags (flags win).
 
-    Raises ``OSError`` when the config file cannot be read and ``ValueError`` for a bad value.
+    Raises ``OSError`` when the config file cannot be read and ``ValueError`` for a bad value
+    (:func:`gateway.launcher.check_specs`); logs the keys of ``-c`` no component reads.
     """
     props = read_properties(args.config) if args.config else {}
     namesrv = broker = None
@@ -112,6 +142,8 @@ def build_gateway(args: argparse.Namespace) -> Gateway:
             ServerConfig(host=args.host, port=args.broker_port),
             use_local_namesrv=args.command == "standalone",
         )
+    check_specs(namesrv, broker)
+    log_unused_property_keys(props, namesrv=namesrv is not None, broker=broker is not None)
     return Gateway(namesrv, broker)
 
 
@@ -149,10 +181,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         trio.run(run_gateway, gateway)
     except* (OSError, RocketMQError) as group:
-        for exc in group.exceptions:
-            logger.error("cannot start: %s", exc)
+        for exc in _leaves(group):
+            logger.error("cannot start: %s", _describe(exc, args))
         status = 1
     return status
+
+
+def _leaves(error: BaseException) -> Iterator[BaseException]:
+    """The exceptions inside (nested) exception groups, so each gets its own line."""
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield error
+
+
+def _describe(error: BaseException, args: argparse.Namespace) -> str:
+    """One line for a start-up failure, naming the flag to change where we know it."""
+    if isinstance(error, socket.gaierror):
+        return f"listen address --host {args.host!r} does not resolve: {error.strerror or error}"
+    if isinstance(error, OSError) and error.errno == errno.EADDRINUSE:
+        ports = [
+            f"--{name}-port {getattr(args, f'{name}_port')}"
+            for name in ("namesrv", "broker")
+            if hasattr(args, f"{name}_port")
+        ]
+        return f"{args.host}: a port is already in use ({', '.join(ports)}): another process listens there"
+    if isinstance(error, OSError) and error.errno == errno.EADDRNOTAVAIL:
+        return f"listen address --host {args.host!r} is not an address of this machine: {error.strerror}"
+    return str(error)
 
 
 if __name__ == "__main__":

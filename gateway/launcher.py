@@ -12,23 +12,34 @@ in-process test fixtures build a :class:`Gateway` and run it::
 In standalone mode the NameServer starts first; the Broker is built once the NameServer's bound
 address is known and registers to it. Stopping runs in the other order: the Broker unregisters
 and drains while the NameServer still answers, then the NameServer stops.
+
+Everything that can be checked before a socket is opened is checked when a gateway is built
+(:func:`check_specs`): the store settings (``StoreConfig.validate``), the NameServer addresses a
+broker registers to, and the property keys no component uses, each logged once at WARNING with
+the known key it most resembles (``flushdisktype`` → ``flushDiskType``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import trio
 
 from broker.app import BrokerApp
-from broker.config import BrokerConfig
-from gateway.address import loopback_if_wildcard
+from broker.config import JAVA_KEY_ALIASES, BrokerConfig
+from broker.controller import store_config_of
+from codec.config_fields import camel_case, snake_case
+from gateway.address import loopback_if_wildcard, split_address
 from gateway.config import ServerConfig
 from namesrv.app import NamesrvApp
+from namesrv.config import JAVA_DEFAULTS as NAMESRV_JAVA_KEYS
 from namesrv.config import NamesrvConfig
+from store.config import StoreConfig
+from store.errors import StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +115,72 @@ class Gateway:
         self._stop.set()
 
 
+def known_property_keys(*, namesrv: bool, broker: bool) -> dict[str, str]:
+    """The keys the chosen components read, as ``snake_case name → Java key`` (for suggestions)."""
+    configs: list[type] = []
+    keys: dict[str, str] = {}
+    if namesrv:
+        configs.append(NamesrvConfig)
+        keys.update({snake_case(k): k for k in NAMESRV_JAVA_KEYS})
+    if broker:
+        configs += [BrokerConfig, StoreConfig]
+        keys.update({snake_case(k): k for k in JAVA_KEY_ALIASES})
+    for config in configs:
+        for field in dataclasses.fields(config):
+            if field.name != "extra":
+                keys.setdefault(field.name, camel_case(field.name))
+    keys.update({"broker_ip1": "brokerIP1", "broker_ip2": "brokerIP2"})
+    return keys
+
+
+def unused_property_keys(
+    props: Iterable[str], *, namesrv: bool, broker: bool
+) -> list[tuple[str, str | None]]:
+    """The keys of ``props`` no chosen component reads, each with the known key it most
+    resembles (same letters in another case, else a close spelling), or ``None``."""
+    known = known_property_keys(namesrv=namesrv, broker=broker)
+    by_lower = {java.lower(): java for java in known.values()}
+    out: list[tuple[str, str | None]] = []
+    for key in props:
+        if snake_case(key) in known:
+            continue
+        guess = by_lower.get(key.lower())
+        if guess is None:
+            close = difflib.get_close_matches(key, list(known.values()), n=1, cutoff=0.8)
+            guess = close[0] if close else None
+        out.append((key, guess))
+    return out
+
+
+def log_unused_property_keys(props: Iterable[str], *, namesrv: bool, broker: bool) -> None:
+    """One WARNING per key no component reads (they are kept, never an error)."""
+    for key, guess in unused_property_keys(props, namesrv=namesrv, broker=broker):
+        hint = f"; did you mean {guess}?" if guess else ""
+        logger.warning("config key %s is not used by this gateway (ignored)%s", key, hint)
+
+
+def check_specs(namesrv: NamesrvSpec | None, broker: BrokerSpec | None) -> None:
+    """Refuse, before anything starts, what would only fail later; raises ``ValueError``
+    (a ``StoreConfigError`` is re-raised as one, with its message)."""
+    if broker is None:
+        return
+    try:
+        store_config_of(broker.config)
+    except (StoreError, ValueError) as err:
+        raise ValueError(f"store configuration: {err}") from err
+    if not broker.use_local_namesrv:
+        addresses = broker.config.namesrv_addrs
+        if not addresses:
+            raise ValueError("namesrvAddr is empty: give --namesrv-addr host:port[;host:port]")
+        for address in addresses:
+            try:
+                _host, port = split_address(address)
+            except ValueError as err:
+                raise ValueError(f"namesrvAddr: {err}") from err
+            if not 0 < port <= 65535:
+                raise ValueError(f"namesrvAddr: port of {address!r} is outside 1..65535")
+
+
 def standalone_gateway(
     store_dir: str,
     *,
@@ -114,13 +191,13 @@ def standalone_gateway(
 ) -> Gateway:
     """A NameServer and a Broker in one process, the broker storing under ``store_dir`` and
     registering to the NameServer. ``properties`` are RocketMQ ``broker.conf`` / ``namesrv.conf``
-    keys (e.g. ``flushDiskType``, ``kvConfigPath``); raises ``ValueError`` for a malformed value."""
+    keys (e.g. ``flushDiskType``, ``kvConfigPath``); raises ``ValueError`` for a malformed or
+    out-of-range value (:func:`check_specs`); keys no component reads are logged."""
     props = {**(properties or {}), "storePathRootDir": store_dir}
-    return Gateway(
-        NamesrvSpec(NamesrvConfig.from_properties(props), ServerConfig(host=host, port=namesrv_port)),
-        BrokerSpec(
-            BrokerConfig.from_properties(props),
-            ServerConfig(host=host, port=broker_port),
-            use_local_namesrv=True,
-        ),
+    namesrv = NamesrvSpec(NamesrvConfig.from_properties(props), ServerConfig(host=host, port=namesrv_port))
+    broker = BrokerSpec(
+        BrokerConfig.from_properties(props), ServerConfig(host=host, port=broker_port), use_local_namesrv=True
     )
+    check_specs(namesrv, broker)
+    log_unused_property_keys(properties or {}, namesrv=True, broker=True)
+    return Gateway(namesrv, broker)

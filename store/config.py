@@ -28,6 +28,8 @@ CQ_STORE_UNIT_SIZE = 20  # ConsumeQueue.CQ_STORE_UNIT_SIZE: offset int64 + size 
 ASYNC_FLUSH = "ASYNC_FLUSH"
 SYNC_FLUSH = "SYNC_FLUSH"
 MIN_COMMIT_LOG_FILE_SIZE = 4096  # ours: a file must hold at least one small record plus a blank marker
+#: MessageStoreConfig's file sizes are Java ints (MappedFile.fileSize): 2 GiB - 1 at most.
+MAX_MAPPED_FILE_SIZE = 2**31 - 1
 
 
 @dataclasses.dataclass
@@ -94,6 +96,15 @@ class StoreConfig:
             )
         if self.mapped_file_size_commit_log < MIN_COMMIT_LOG_FILE_SIZE:
             raise StoreConfigError(f"mappedFileSizeCommitLog {self.mapped_file_size_commit_log} is too small")
+        if self.mapped_file_size_commit_log > MAX_MAPPED_FILE_SIZE:
+            raise StoreConfigError(
+                f"mappedFileSizeCommitLog {self.mapped_file_size_commit_log} is larger than a Java int "
+                f"({MAX_MAPPED_FILE_SIZE} bytes, MappedFile.fileSize)"
+            )
+        if self.mapped_file_size_consume_queue > MAX_MAPPED_FILE_SIZE:
+            raise StoreConfigError(
+                f"mappedFileSizeConsumeQueue {self.mapped_file_size_consume_queue} is larger than a Java int"
+            )
         units = -(-self.mapped_file_size_consume_queue // CQ_STORE_UNIT_SIZE)
         if units <= 0:
             raise StoreConfigError("mappedFileSizeConsumeQueue must be positive")
