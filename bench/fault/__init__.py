@@ -1,0 +1,1 @@
+"""Long fault runs (issue 13): ``python -m bench.fault``."""
