@@ -11,6 +11,7 @@ end. Tag filters, batch sends, lite pull subscribe and ``DefaultMQPullConsumer``
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -252,7 +253,8 @@ def test_lite_pull_assign_and_seek(target: Target, home: Path, line: str) -> Non
 
 
 def test_mqadmin_topic_and_consumer_views(target: Target, home: Path) -> None:
-    """Scenario 11: updateTopic, topicStatus, consumerProgress, queryMsgByKey, queryMsgById."""
+    """Scenario 11: updateTopic, topicStatus, consumerProgress, queryMsgByKey, queryMsgById
+    (clusterList and brokerStatus: the next test)."""
     line = CLIENT_LINES[-1]
     naddr = target.namesrv_addr
     created = run_mqadmin(
@@ -273,6 +275,31 @@ def test_mqadmin_topic_and_consumer_views(target: Target, home: Path) -> None:
     by_id = run_mqadmin(naddr, "queryMsgById", "-t", "AdminTopic", "-i", sent[3]["msgId"], home=home)
     assert "Keys:                [adm-3]" in by_id, by_id
     assert "Topic:               AdminTopic" in by_id
+
+
+def broker_status(naddr: str, broker_addr: str, home: Path) -> dict[str, str]:
+    """``mqadmin brokerStatus``'s ``key : value`` lines (GET_BROKER_RUNTIME_INFO)."""
+    out = run_mqadmin(naddr, "brokerStatus", "-b", broker_addr, home=home)
+    pairs = (row.split(":", 1) for row in out.splitlines() if ":" in row)
+    return {k.strip(): v.strip() for k, v in pairs}
+
+
+def test_mqadmin_cluster_list_and_broker_status(target: Target, home: Path) -> None:
+    """Scenario 11, continued: clusterList shows the broker with its version; brokerStatus reports
+    its runtime info, and the store counters move by what a producer then stores."""
+    line = CLIENT_LINES[-1]
+    naddr = target.namesrv_addr
+    cluster = run_mqadmin(naddr, "clusterList", home=home)
+    row = re.search(r"DefaultCluster\s+broker-a\s+0\s+(127\.0\.0\.1:\d+)\s+V5_3_3\s", cluster)
+    assert row, cluster
+    broker_addr = row.group(1)
+    before = broker_status(naddr, broker_addr, home)
+    assert (before["brokerVersionDesc"], before["brokerActive"]) == ("V5_3_3", "true"), before
+    sent = of(produce(target, home, line, topic="StatusTopic", count=7, keys_prefix="st-"), "sent")
+    assert len(sent) == 7
+    after = broker_status(naddr, broker_addr, home)
+    assert int(after["putMessageTimesTotal"]) - int(before["putMessageTimesTotal"]) == 7
+    assert int(after["commitLogMaxOffset"]) > int(before["commitLogMaxOffset"])
 
 
 # -- restarts and crashes ---------------------------------------------------------------------------
