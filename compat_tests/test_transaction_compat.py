@@ -132,7 +132,7 @@ def test_check_back_after_a_broker_restart(
     proc = ScenarioProcess(line, "tx", argv, home / "logs" / "tx.stderr", STEP_S)
     try:
         proc.wait_for(lambda e: e.get("event") in ("sent_all", "error"), 90)
-        assert not of(proc.events(), "error"), proc.stderr()
+        assert not of(proc.events(), "error"), proc.stderr
         assert not of(proc.events(), "check"), "checked before the restart"
         tx_target.restart_broker()
         resume.touch()
