@@ -25,7 +25,10 @@ from broker.controller import BrokerController, store_config_of
 from broker.long_polling import PullHoldService
 from broker.message_service import MessageService
 from broker.processors.admin import AdminBrokerProcessor
+from broker.processors.admin_ops import AdminOpsProcessor
+from broker.processors.broker_status import BrokerStatusProcessor
 from broker.processors.client_manage import ClientManageProcessor
+from broker.processors.client_ops import ClientOpsProcessor
 from broker.processors.consumer_manage import ConsumerManageProcessor
 from broker.processors.end_transaction import EndTransactionProcessor
 from broker.processors.pull import PullMessageProcessor
@@ -66,6 +69,9 @@ def build_dispatcher(controller: BrokerController) -> Dispatcher:
     QueryMessageProcessor(controller).register(dispatcher)
     EndTransactionProcessor(controller).register(dispatcher)
     ReplyMessageProcessor(controller).register(dispatcher)
+    AdminOpsProcessor(controller).register(dispatcher)
+    BrokerStatusProcessor(controller).register(dispatcher)
+    ClientOpsProcessor(controller).register(dispatcher)
     return dispatcher
 
 

@@ -9,10 +9,11 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)
 if [ ! -f "$stamp" ]; then
-  .venv/bin/pip install -q -e '.[dev]'
+  .venv/bin/pip install -q -e '.[dev,testing,bench]'
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
 if [ "${SETUP_JAVA:-1}" = 1 ] && [ -f scripts/setup-java.sh ]; then
   bash scripts/setup-java.sh
+  bash bench/java/build.sh  # the benchmark's load driver (rocketmq-client 5.3.3)
 fi

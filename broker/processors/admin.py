@@ -12,11 +12,11 @@ stats request names each existing topic at most once, however long its ``topicLi
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from broker.client_manager import ClientChannel
 from broker.controller import BrokerController
+from broker.stats import broker_stats
 from broker.subscription_group_manager import SubscriptionGroupConfig
 from broker.topic_config_manager import (
     TopicValidationError,
@@ -28,7 +28,6 @@ from broker.topic_config_manager import (
 from codec import fastjson
 from codec.bodies.lock import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
 from codec.bodies.register import TopicConfig
-from codec.bodies.route import KVTable
 from codec.codes import LanguageCode, RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.headers.admin import (
@@ -41,11 +40,7 @@ from codec.headers.admin import (
     TopicRequestHeader,
 )
 from codec.headers.base import EmptyHeader
-from codec.versions import CURRENT_VERSION, version_desc
 from gateway.dispatch import Dispatcher, RequestContext
-from gateway.properties import format_properties
-
-_START_MS = int(time.time() * 1000)
 
 
 def _mq_key(topic: str, broker_name: str, queue_id: int) -> dict[str, Any]:
@@ -100,8 +95,6 @@ class AdminBrokerProcessor:
         )
         reg(RequestCode.GET_ALL_CONSUMER_OFFSET, self.get_all_consumer_offset, None)
         reg(RequestCode.GET_ALL_DELAY_OFFSET, self.get_all_delay_offset, None)
-        reg(RequestCode.GET_BROKER_RUNTIME_INFO, self.get_broker_runtime_info, None)
-        reg(RequestCode.GET_BROKER_CONFIG, self.get_broker_config, None)
         reg(RequestCode.LOCK_BATCH_MQ, self.lock_batch_mq, EmptyHeader)
         reg(RequestCode.UNLOCK_BATCH_MQ, self.unlock_batch_mq, EmptyHeader)
 
@@ -228,7 +221,8 @@ class AdminBrokerProcessor:
                         },
                     )
                 )
-        body = b'{"consumeTps":0.0,"offsetTable":' + fastjson.dumps_object_keys(entries) + b"}"
+        tps = repr(sum(broker_stats(broker).group_get_tps(group, t) for t in topics)).encode()
+        body = b'{"consumeTps":' + tps + b',"offsetTable":' + fastjson.dumps_object_keys(entries) + b"}"
         return request.make_response(ResponseCode.SUCCESS, body=body)
 
     def query_topic_consume_by_who(
@@ -322,50 +316,6 @@ class AdminBrokerProcessor:
         return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps(doc))
 
     # -- broker ----------------------------------------------------------------------------------
-
-    def get_broker_runtime_info(
-        self, _ctx: RequestContext, request: RemotingCommand, _header: Any
-    ) -> RemotingCommand:
-        broker = self.broker
-        store = broker.store
-        stats = store.statistics()
-        table = {
-            "brokerVersionDesc": version_desc(CURRENT_VERSION),
-            "brokerVersion": str(CURRENT_VERSION),
-            "bootTimestamp": str(_START_MS),
-            "brokerActive": "true",
-            "msgPutTotalYesterdayMorning": "0",
-            "msgPutTotalTodayMorning": "0",
-            "msgPutTotalTodayNow": str(stats["messages"]),
-            "msgGetTotalYesterdayMorning": "0",
-            "msgGetTotalTodayMorning": "0",
-            "msgGetTotalTodayNow": "0",
-            "putTps": "0.0 0.0 0.0",
-            "getTransferredTps": "0.0 0.0 0.0",
-            "sendThreadPoolQueueSize": "0",
-            "pullThreadPoolQueueSize": "0",
-            "ackThreadPoolQueueSize": "0",
-            "sendThreadPoolQueueHeadWaitTimeMills": "0",
-            "pullThreadPoolQueueHeadWaitTimeMills": "0",
-            "pageCacheLockTimeMills": "0",
-            "earliestMessageTimeStamp": str(broker.earliest_message_time()),
-            "commitLogDiskRatio": "0.0",
-            "commitLogMinOffset": str(store.min_phy_offset),
-            "commitLogMaxOffset": str(store.max_phy_offset),
-            "timerReadBehind": "0",
-            "timerOffsetBehind": "0",
-            "timerCongestNum": "0",
-            "timerEnqueueTps": "0.0",
-            "timerDequeueTps": "0.0",
-        }
-        return request.make_response(ResponseCode.SUCCESS, body=KVTable(table).encode())
-
-    def get_broker_config(
-        self, _ctx: RequestContext, request: RemotingCommand, _header: Any
-    ) -> RemotingCommand:
-        text = format_properties(self.broker.config.to_properties())
-        version = fastjson.dumps(self.broker.topics.data_version.to_obj()).decode()
-        return request.make_response(ResponseCode.SUCCESS, header={"version": version}, body=text.encode())
 
     # -- order locks -----------------------------------------------------------------------------
 
