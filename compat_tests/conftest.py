@@ -3,6 +3,7 @@ real Apache RocketMQ 5.3.3 broker), and a client home per target."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +12,22 @@ import pytest
 
 from compat_tests.helpers import TARGETS
 from compat_tests.reference import REFERENCE_LIB
-from compat_tests.targets import Target, start_target
+from compat_tests.targets import GATEWAY_TARGET_ENV, Target, start_target
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--gateway-target",
+        choices=("subprocess", "container", "inprocess"),
+        default=None,
+        help="how our gateway runs in the compat suites (default subprocess: rmq-gateway standalone)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    kind = config.getoption("--gateway-target")
+    if kind is not None:
+        os.environ[GATEWAY_TARGET_ENV] = kind
 
 
 @pytest.fixture(scope="module", params=TARGETS)

@@ -150,8 +150,22 @@ class ReferenceTarget:
         self.servers.stop()
 
 
+#: How our gateway runs for the whole suite: ``subprocess`` (``rmq-gateway standalone``, the
+#: default), ``container`` (the Docker image) or ``inprocess``; set by ``--gateway-target``.
+GATEWAY_TARGET_ENV = "RMQ_GATEWAY_TARGET"
+
+
 def start_target(name: str, workdir: Path, broker_conf: dict[str, str] | None = None) -> Target:
     if name == "gateway":
+        kind = os.environ.get(GATEWAY_TARGET_ENV, "subprocess")
+        if kind == "container":
+            from compat_tests.container_target import ContainerTarget  # needs testcontainers
+
+            return ContainerTarget(workdir, broker_conf)
+        if kind == "inprocess":
+            from compat_tests.inprocess_target import InProcessTarget
+
+            return InProcessTarget(workdir, broker_conf)
         return GatewayTarget(workdir, broker_conf)
     if name == "reference":
         return ReferenceTarget(workdir, broker_conf)
