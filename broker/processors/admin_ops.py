@@ -37,6 +37,7 @@ from codec.headers.admin import QueryConsumeQueueRequestHeader
 from gateway.dispatch import Dispatcher, RequestContext
 
 logger = logging.getLogger(__name__)
+MAX_QUERY_CQ_UNITS = 10_000  # units one QUERY_CONSUME_QUEUE answers at most (Java: any count)
 
 # TopicValidator.SYSTEM_TOPIC_SET's static members (the broker adds its own system topics to it).
 STATIC_SYSTEM_TOPICS = (
@@ -229,7 +230,7 @@ class AdminOpsProcessor:
                 body["subscriptionData"] = sub.to_obj()
         units = []
         for unit in store.iter_queue_units(topic, queue_id, header.index):
-            if unit.queue_offset - header.index >= header.count:
+            if unit.queue_offset - header.index >= min(header.count, MAX_QUERY_CQ_UNITS):
                 break
             units.append(
                 {
