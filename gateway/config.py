@@ -23,6 +23,9 @@ class ServerConfig:
     # (the official benchmark producer allows 65,535); busy answers are ~100 bytes.
     send_queue_size: int = 65536  # frames
     send_queue_bytes: int = 8 * 1024 * 1024  # bytes of encoded frames
-    max_in_flight: int = 256  # concurrent requests per connection; beyond it: SYSTEM_BUSY at once
+    # Concurrent requests per connection; beyond it SYSTEM_BUSY at once. As many as the Java broker
+    # queues for its send pool (sendThreadPoolQueueCapacity) before it answers [OVERLOAD]: a
+    # producer's 2,000 async sends on one connection are all taken, as by the real broker.
+    max_in_flight: int = 10_000
     max_connections: int = 20000  # refuse (close at once) beyond this
     shutdown_grace_s: float = 5.0  # how long in-flight requests may take after a shutdown starts
