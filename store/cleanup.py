@@ -33,13 +33,16 @@ logger = logging.getLogger(__name__)
 
 
 def disk_usage_percent(path: str) -> float:
-    """Used space of the file system holding ``path`` in percent (``getDiskPartitionSpaceUsedPercent``);
-    -1 when it cannot be read."""
+    """Used space of the file system holding ``path`` in percent, as Java's
+    ``UtilAll.getDiskPartitionSpaceUsedPercent``: used / (used + usable), where used is total minus
+    free and usable leaves out the blocks reserved for root; -1 when it cannot be read."""
     try:
-        usage = shutil.disk_usage(path)
+        st = os.statvfs(path)
     except OSError:
         return -1.0
-    return 100.0 * (usage.total - usage.free) / usage.total if usage.total else -1.0
+    used = (st.f_blocks - st.f_bfree) * st.f_frsize
+    entire = used + st.f_bavail * st.f_frsize
+    return 100.0 * used / entire if entire > 0 else -1.0
 
 
 class CleanService:
