@@ -9,7 +9,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)
 if [ ! -f "$stamp" ]; then
-  .venv/bin/pip install -q -e '.[dev,testing,bench]'
+  .venv/bin/pip install -q -e '.[dev,testing,bench,spark]'
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
