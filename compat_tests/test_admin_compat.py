@@ -461,7 +461,7 @@ def test_statistics_move_with_the_traffic(runs: dict[str, Run], name: str) -> No
     # 24-hour totals come from samples (StatsItem's minute samples): the newest sends may not be in
     # the last sample yet (the real broker once showed 600 of 900), so they must only have moved.
     assert 0 < int(stats_row[5]) <= run.sent, stats_row
-    assert 0 < int(stats_row[6]) <= run.sent, stats_row
+    assert int(stats_row[6]) > 0, stats_row  # (a redelivery may count twice)
     assert re.search(r"Consume TPS: (\d+\.\d+)", out["consumerProgress_s"])
     assert {"rmq_sys_REVIVE_LOG_DefaultCluster", "rmq_sys_wheel_timer"} <= set(out["topicList"].split())
 
