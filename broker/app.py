@@ -24,6 +24,7 @@ from broker.config import BrokerConfig
 from broker.controller import BrokerController, store_config_of
 from broker.long_polling import PullHoldService
 from broker.message_service import MessageService
+from broker.metrics import exporter_of
 from broker.processors.admin import AdminBrokerProcessor
 from broker.processors.admin_ops import AdminOpsProcessor
 from broker.processors.broker_status import BrokerStatusProcessor
@@ -154,6 +155,9 @@ class Broker:
             self._load_config_files()
             await self._serve(task_status)
         finally:
+            metrics = exporter_of(self.controller)
+            if metrics is not None:
+                metrics.close()  # the Prometheus endpoint's port is free again
             self.persist_offsets(force=True)
             self.store.close()
             logger.info("broker %s stopped; store closed", self.config.broker_name)
