@@ -93,32 +93,29 @@ class ScheduleMessageService:
         return moved
 
     def _real_message(self, phy: int) -> MessageRecord | None:
-        data = self.store.look_message_by_offset(phy)
-        if data is None:
-            logger.warning("delayed message at commit-log offset %d is gone; skipped", phy)
+        found = load_routed(self.store, phy, "delayed")
+        if found is None:
             return None
-        try:
-            original = decode_record(data)
-            props = decode_properties(original.properties)
-            topic = props[REAL_TOPIC]
-            queue_id = int(props[REAL_QID])
-        except (CodecError, KeyError, ValueError) as err:
-            logger.error("delayed message at %d is unreadable (%s); skipped", phy, err)
-            return None
-        return MessageRecord(
-            topic=topic,
-            queue_id=queue_id,
-            body=original.body,
-            properties=original.properties,
-            flag=original.flag,
-            sys_flag=original.sys_flag,
-            born_timestamp=original.born_timestamp,
-            born_host=original.born_host,
-            born_port=original.born_port,
-            store_host=original.store_host,
-            store_port=original.store_port,
-            reconsume_times=original.reconsume_times,
-        )
+        original, _props, topic, queue_id = found
+        return original.to_put_again(topic=topic, queue_id=queue_id, properties=original.properties)
+
+
+def load_routed(
+    store: MessageReader, phy: int, what: str
+) -> tuple[MessageRecord, dict[str, str], str, int] | None:
+    """The record a delay or timer topic holds at commit-log offset ``phy``, its properties, and the
+    ``REAL_TOPIC`` / ``REAL_QID`` it goes back to; ``None`` (logged) when it is gone or unreadable."""
+    data = store.look_message_by_offset(phy)
+    if data is None:
+        logger.warning("%s message at commit-log offset %d is gone; skipped", what, phy)
+        return None
+    try:
+        original = decode_record(data)
+        props = decode_properties(original.properties)
+        return original, props, props[REAL_TOPIC], int(props[REAL_QID])
+    except (CodecError, KeyError, ValueError) as err:
+        logger.error("%s message at %d is unreadable (%s); skipped", what, phy, err)
+        return None
 
 
 def apply_delay_level(record: MessageRecord, props: dict[str, str], max_level: int) -> None:

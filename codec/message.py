@@ -170,6 +170,34 @@ class MessageRecord:
             f"sys_flag={self.sys_flag:#x}, body=<{len(self.body)} bytes>, properties={self.properties!r})"
         )
 
+    def to_put_again(
+        self,
+        *,
+        topic: str,
+        queue_id: int,
+        properties: str,
+        store_host: bytes | None = None,
+        store_port: int | None = None,
+        reconsume_times: int | None = None,
+    ) -> MessageRecord:
+        """A new record carrying this one's message (body, flags, born host and time) to another
+        topic and queue, for the broker to put again (delay and timer delivery, send-back); the
+        store assigns the offsets and store time anew."""
+        return MessageRecord(
+            topic=topic,
+            queue_id=queue_id,
+            body=self.body,
+            properties=properties,
+            flag=self.flag,
+            sys_flag=self.sys_flag,
+            born_timestamp=self.born_timestamp,
+            born_host=self.born_host,
+            born_port=self.born_port,
+            store_host=self.store_host if store_host is None else store_host,
+            store_port=self.store_port if store_port is None else store_port,
+            reconsume_times=self.reconsume_times if reconsume_times is None else reconsume_times,
+        )
+
     def uncompressed_body(self) -> bytes:
         """The body as the producer gave it: zlib-inflated when the record is compressed."""
         if not self.sys_flag & MessageSysFlag.COMPRESSED_FLAG:

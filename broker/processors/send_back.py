@@ -20,7 +20,6 @@ from codec.bodies.register import PERM_READ, PERM_WRITE
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.headers.client import ConsumerSendMsgBackRequestHeader
-from codec.message import MessageRecord
 from codec.message_id import encode_offset_msg_id
 from codec.properties import (
     DELAY,
@@ -93,16 +92,10 @@ class SendMessageBackProcessor:
             )
         props.pop(RECONSUME_TIME, None)
         props.pop(MAX_RECONSUME_TIMES, None)
-        record = MessageRecord(
+        record = original.to_put_again(
             topic=topic,
             queue_id=queue_id,
-            body=original.body,
             properties=encode_properties(props),
-            flag=original.flag,
-            sys_flag=original.sys_flag,
-            born_timestamp=original.born_timestamp,
-            born_host=original.born_host,
-            born_port=original.born_port,
             store_host=broker.store_host,
             store_port=broker.store_port,
             reconsume_times=original.reconsume_times + 1,

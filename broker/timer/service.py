@@ -24,7 +24,7 @@ import heapq
 import logging
 from typing import Any
 
-from broker.schedule import PutMessages
+from broker.schedule import PutMessages, load_routed
 from codec.errors import CodecError, RocketMQError
 from codec.message import MessageRecord, MessageSysFlag, decode_record
 from codec.properties import DELAY, REAL_QID, REAL_TOPIC, decode_properties, encode_properties
@@ -186,31 +186,10 @@ class TimerMessageService:
 
     def _real_message(self, phy: int, now_ms: int) -> MessageRecord | None:
         """``TimerMessageStore.convert``: the message in its real topic and queue."""
-        data = self.store.look_message_by_offset(phy)
-        if data is None:
-            logger.warning("timer message at commit-log offset %d is gone; skipped", phy)
+        found = load_routed(self.store, phy, "timer")
+        if found is None:
             return None
-        try:
-            original = decode_record(data)
-            props = decode_properties(original.properties)
-            topic = props[REAL_TOPIC]
-            queue_id = int(props[REAL_QID])
-        except (CodecError, KeyError, ValueError) as err:
-            logger.error("timer message at %d is unreadable (%s); skipped", phy, err)
-            return None
+        original, props, topic, queue_id = found
         props[TIMER_ENQUEUE_MS] = str(original.store_timestamp)
         props[TIMER_DEQUEUE_MS] = str(now_ms)
-        return MessageRecord(
-            topic=topic,
-            queue_id=queue_id,
-            body=original.body,
-            properties=encode_properties(props),
-            flag=original.flag,
-            sys_flag=original.sys_flag,
-            born_timestamp=original.born_timestamp,
-            born_host=original.born_host,
-            born_port=original.born_port,
-            store_host=original.store_host,
-            store_port=original.store_port,
-            reconsume_times=original.reconsume_times,
-        )
+        return original.to_put_again(topic=topic, queue_id=queue_id, properties=encode_properties(props))
