@@ -32,11 +32,6 @@ class TopicRequestHeader(CustomHeader):
 
 
 @dataclass(slots=True)
-class GetAllTopicConfigResponseHeader(CustomHeader):
-    total_topic_num: int | None = wire("totalTopicNum", required=False, int32=True)
-
-
-@dataclass(slots=True)
 class DeleteSubscriptionGroupRequestHeader(CustomHeader):
     group_name: str = wire("groupName")
     clean_offset: bool = wire("cleanOffset", required=False, default=False)
@@ -82,44 +77,12 @@ class ResetOffsetRequestHeader(CustomHeader):
 
 
 @dataclass(slots=True)
-class GetConsumerStatusRequestHeader(CustomHeader):
-    topic: str = wire("topic")
-    group: str = wire("group")
-    client_addr: str | None = wire("clientAddr", required=False)
-
-
-@dataclass(slots=True)
-class CloneGroupOffsetRequestHeader(CustomHeader):
-    src_group: str = wire("srcGroup")
-    dest_group: str = wire("destGroup")
-    topic: str | None = wire("topic", required=False)
-    offline: bool = wire("offline", required=False, default=False)
-
-
-@dataclass(slots=True)
-class GetBrokerConfigResponseHeader(CustomHeader):
-    version: str = wire("version")  # the configuration's DataVersion JSON
-
-
-@dataclass(slots=True)
 class QueryConsumeQueueRequestHeader(CustomHeader):
     topic: str = wire("topic")
     queue_id: int = wire("queueId", int32=True)
     index: int = wire("index")
     count: int = wire("count", int32=True)
     consumer_group: str | None = wire("consumerGroup", required=False)
-
-
-@dataclass(slots=True)
-class QueryConsumeTimeSpanRequestHeader(CustomHeader):
-    topic: str = wire("topic")
-    group: str = wire("group")
-
-
-@dataclass(slots=True)
-class QuerySubscriptionByConsumerRequestHeader(CustomHeader):
-    group: str = wire("group")
-    topic: str | None = wire("topic", required=False)
 
 
 @dataclass(slots=True)
