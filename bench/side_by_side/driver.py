@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.side_by_side.servers import cpu_seconds, machine_busy_seconds
+from bench.side_by_side.servers import cpu_seconds, die_with_parent, machine_busy_seconds
 
 JAVA_DIR = Path(__file__).resolve().parents[1] / "java"
 DRIVER_HEAP = "-Xmx512m"
@@ -84,7 +84,14 @@ def run_driver(mode: str, server_pids: list[int], **options: object) -> DriverRu
     cmd.append(mode)
     for key, value in options.items():
         cmd += [f"--{key.replace('_', '-')}", str(value)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+        preexec_fn=die_with_parent,
+    )
     stderr: list[str] = []
     drain = threading.Thread(target=lambda: stderr.extend(proc.stderr or []), daemon=True)
     drain.start()

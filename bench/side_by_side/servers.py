@@ -14,6 +14,7 @@ to the *first send* (the NameServer routes the broker and a raw ``SEND_MESSAGE_V
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import signal
@@ -31,9 +32,17 @@ from compat_tests.golden_servers import free_port as free_port_on
 from compat_tests.raw_client import send_message_v2
 from compat_tests.reference import free_port, topic_route, wait_routed
 
+
+def die_with_parent() -> None:
+    """In a child before exec: SIGKILL it when the benchmark dies (a killed run leaves no server)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 REPO = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S = 90.0
 ROUTE_TIMEOUT_S = 90.0
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # /proc/PID/stat times are in these
 OUR_BROKER_NAME = "broker-a"  # BrokerConfig's default brokerName, as the reference's
 SYNC_FLUSH_CONF = "flushDiskType=SYNC_FLUSH"
@@ -189,7 +198,12 @@ class Ours:
         started = time.perf_counter()
         with log.open("wb") as out:
             self.proc = subprocess.Popen(
-                args, cwd=self.source_dir, stdout=out, stderr=subprocess.STDOUT, env=env
+                args,
+                cwd=self.source_dir,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                preexec_fn=die_with_parent,
             )
         while True:
             text = log.read_text(errors="replace")

@@ -45,7 +45,12 @@ def make_message(i: int, topic: str = "Orders", queue_id: int | None = None) -> 
         stored = zlib.compress(body)
         sys_flag = MessageSysFlag.COMPRESSED_FLAG
     born = bytes(15) + b"\x01" if i % 7 == 5 else b"\x0a\x00\x00\x07"
-    props = {TAGS: f"Tag{i % 3}", KEYS: f"key-{i} shared", UNIQ_KEY: f"UNIQ{i:08d}", "color": "红" if i % 2 else "blue"}
+    props = {
+        TAGS: f"Tag{i % 3}",
+        KEYS: f"key-{i} shared",
+        UNIQ_KEY: f"UNIQ{i:08d}",
+        "color": "红" if i % 2 else "blue",
+    }
     return MessageRecord(
         topic=topic,
         queue_id=i % 4 if queue_id is None else queue_id,
@@ -61,7 +66,9 @@ def make_message(i: int, topic: str = "Orders", queue_id: int | None = None) -> 
     )
 
 
-def write_messages(store: MessageStore, clock: Clock, first: int, count: int, topic: str = "Orders") -> list[dict]:
+def write_messages(
+    store: MessageStore, clock: Clock, first: int, count: int, topic: str = "Orders"
+) -> list[dict]:
     """Put messages ``first .. first+count-1``; returns what a reader must see for each."""
     expected = []
     for i in range(first, first + count):

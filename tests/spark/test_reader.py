@@ -27,12 +27,18 @@ def test_real_broker_store_matches_what_was_sent(session: SparkSession) -> None:
     assert len(rows) == len(sent) == 163
     for kind, i, qid, qoffset, uniq, offset_id, keys, tags in sent:
         row = rows[(int(qid), int(qoffset))]
-        assert (row["topic"], row["keys"], row["tags"], row["msg_id"]) == ("StoreCompatReal", keys, tags, offset_id)
+        assert (row["topic"], row["keys"], row["tags"], row["msg_id"]) == (
+            "StoreCompatReal",
+            keys,
+            tags,
+            offset_id,
+        )
         # A batch's inner messages carry the batch's UNIQ_KEY last, which is what Java reads.
         assert kind == "BATCH" or row["uniq_key"] == uniq
         assert row["properties"]["UNIQ_KEY"] == row["uniq_key"]
         assert row["body"].decode().startswith(f"message-{i} ")
-        assert row["body_crc"] >= 0 and row["size"] > len(row["body"])
+        assert row["body_crc"] >= 0
+        assert row["size"] > len(row["body"])
         assert row["store_host"] == "127.0.0.1:" + str(int(offset_id[8:16], 16))
         assert row["store_timestamp"] >= row["born_timestamp"]
 
@@ -51,7 +57,11 @@ def test_our_store_every_column(session: SparkSession, our_store: tuple[Path, li
         )  # fmt: skip
         assert r["body"] == e["body"]  # compressed ones inflated
         assert (r["keys"], r["tags"], r["properties"]["color"]) == (e["keys"], e["tags"], e["color"])
-        assert (r["flag"], r["reconsume_times"], r["sys_flag"] & 1) == (e["flag"], e["reconsume_times"], e["sys_flag"])
+        assert (r["flag"], r["reconsume_times"], r["sys_flag"] & 1) == (
+            e["flag"],
+            e["reconsume_times"],
+            e["sys_flag"],
+        )
         assert r["store_timestamp"] == datetime.fromtimestamp(e["store_ms"] / 1000, UTC).replace(tzinfo=None)
         assert r["born_timestamp"] == datetime.fromtimestamp(e["born_ms"] / 1000, UTC).replace(tzinfo=None)
         assert r["born_host"] == ("[::1]" if e["born_v6"] else "10.0.0.7") + f":{e['born_port']}"
@@ -60,6 +70,7 @@ def test_our_store_every_column(session: SparkSession, our_store: tuple[Path, li
 
 def test_options_select_rows(session: SparkSession, our_store: tuple[Path, list[dict]]) -> None:
     root, expected = our_store
+
     def read():  # a DataFrameReader keeps its options: one per query
         return session.read.format("rocketmq")
 
@@ -98,15 +109,20 @@ def test_pushed_filters_and_pruned_columns(session: SparkSession, our_store: tup
     for condition in (
         (F.col("topic") == "Orders") & (F.col("queue_id").isin(1, 2)),
         (F.col("commit_log_offset") >= middle) & (F.col("queue_offset") < 40),
-        F.col("store_timestamp") >= datetime.fromtimestamp((BASE_MS + 100_000) / 1000, UTC).replace(tzinfo=None),
+        F.col("store_timestamp")
+        >= datetime.fromtimestamp((BASE_MS + 100_000) / 1000, UTC).replace(tzinfo=None),
         F.col("topic") == "rmq_sys_internal",  # left out unless asked, pushed or not
     ):
         got = sorted(pushed.filter(condition).select("uniq_key").collect())
         assert got == sorted(plain.filter(condition).select("uniq_key").collect())
-    assert pushed.filter(F.col("commit_log_offset") >= middle).rdd.getNumPartitions() < plain.rdd.getNumPartitions()
+    assert (
+        pushed.filter(F.col("commit_log_offset") >= middle).rdd.getNumPartitions()
+        < plain.rdd.getNumPartitions()
+    )
     pruned = session.read.format("rocketmq").schema("topic string, size int").load(str(root))
     sizes = {r["topic"]: r["sum(size)"] for r in pruned.groupBy("topic").sum("size").collect()}
-    assert set(sizes) == {"Orders", "Audit"} and all(v > 0 for v in sizes.values())
+    assert set(sizes) == {"Orders", "Audit"}
+    assert all(v > 0 for v in sizes.values())
 
 
 def test_several_stores_by_list_and_glob(session: SparkSession, our_store: tuple[Path, list[dict]]) -> None:

@@ -73,7 +73,7 @@ def test_torn_tail(copy: Path, our_store: tuple[Path, list[dict]], caplog: pytes
         keys, stats = scan(copy)
     assert keys == full
     assert stats["skipped_bytes"] == len(bytes(data[end:]).rstrip(b"\0"))
-    assert [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()][0].endswith(
+    assert next(r.getMessage() for r in caplog.records if "skipped" in r.getMessage()).endswith(
         f"skipped {stats['skipped_bytes']} bytes"
     )
 
