@@ -69,7 +69,9 @@ def _head_dtype(born_len: int, store_len: int) -> np.dtype[Any]:
 
 
 _LAYOUTS = {
-    (bv6, sv6): _head_dtype(16 if bv6 else 4, 16 if sv6 else 4) for bv6 in (False, True) for sv6 in (False, True)
+    (bv6, sv6): _head_dtype(16 if bv6 else 4, 16 if sv6 else 4)
+    for bv6 in (False, True)
+    for sv6 in (False, True)
 }
 _INT_FIELDS = ("total", "magic", "crc", "queue_id", "flag", "queue_offset", "phys", "sys_flag", "born_ts",
                "born_port", "store_ts", "store_port", "reconsume", "prepared", "body_len")  # fmt: skip
@@ -156,7 +158,9 @@ def validate(
     if check_crc and count:
         view = memoryview(data)
         crcs = c["crc"]
-        for i, (p, n) in enumerate(zip(heads.body_pos[:count].tolist(), body_len[:count].tolist(), strict=True)):
+        for i, (p, n) in enumerate(
+            zip(heads.body_pos[:count].tolist(), body_len[:count].tolist(), strict=True)
+        ):
             if zlib.crc32(view[p : p + n]) & 0x7FFFFFFF != crcs[i]:
                 count = i
                 break
@@ -185,7 +189,9 @@ def select_rows(topic: pa.Array, heads: Heads, count: int, row_filter: RowFilter
     c = heads.cols
     mask = np.ones(count, dtype=bool)
     if row_filter.topics is not None:
-        mask &= pc.is_in(topic, value_set=pa.array(sorted(row_filter.topics), pa.string())).to_numpy(zero_copy_only=False)
+        mask &= pc.is_in(topic, value_set=pa.array(sorted(row_filter.topics), pa.string())).to_numpy(
+            zero_copy_only=False
+        )
     elif not row_filter.include_system:
         system = pc.or_(
             pc.is_in(topic, value_set=pa.array(sorted(SYSTEM_TOPICS), pa.string())),
@@ -264,9 +270,7 @@ def properties_map(props: pa.Array, map_type: pa.DataType) -> pa.Array:
     offsets = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(counts, out=offsets[1:])
     if _has_duplicate_keys(keys, offsets, counts):
-        return pa.array(
-            [list(decode_properties(text).items()) for text in props.to_pylist()], type=map_type
-        )
+        return pa.array([list(decode_properties(text).items()) for text in props.to_pylist()], type=map_type)
     return pa.MapArray.from_arrays(pa.array(offsets), keys, values, type=map_type)
 
 

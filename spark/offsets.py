@@ -27,7 +27,14 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField, St
 
 from codec.errors import BodyError
 from codec.fastjson import loads
-from spark.layout import CONFIG_DIR, CONSUME_QUEUE_DIR, StoreReadError, broker_name, is_segment_name, store_paths
+from spark.layout import (
+    CONFIG_DIR,
+    CONSUME_QUEUE_DIR,
+    StoreReadError,
+    broker_name,
+    is_segment_name,
+    store_paths,
+)
 
 CQ_UNIT = struct.Struct(">qiq")  # commit-log offset, size, tags code (ConsumeQueue.CQ_STORE_UNIT_SIZE = 20)
 CONSUMER_OFFSET_JSON = "consumerOffset.json"

@@ -144,7 +144,9 @@ def build_batch(
         elif name == "topic":
             out.append(topics.take(pa.array(rows)))
         elif name in _NUMERIC:
-            out.append(pa.array(c[_NUMERIC[name]][rows].astype(np.int32 if kind == pa.int32() else np.int64), kind))
+            out.append(
+                pa.array(c[_NUMERIC[name]][rows].astype(np.int32 if kind == pa.int32() else np.int64), kind)
+            )
         elif name in ("born_timestamp", "store_timestamp"):
             ms = c["born_ts" if name == "born_timestamp" else "store_ts"][rows]
             out.append(pa.array(ms * 1000, kind))

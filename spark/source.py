@@ -47,7 +47,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark.columns import SYSTEM_TOPIC_PREFIX, SYSTEM_TOPICS, Projection, RowFilter
+from spark.columns import SYSTEM_TOPIC_PREFIX, SYSTEM_TOPICS, Projection
 from spark.follow import first_offset, valid_end
 from spark.layout import StoreReadError, broker_name, store_paths
 from spark.options import OptionError, ScanOptions, parse_options
@@ -97,7 +97,9 @@ class StoreReader(DataSourceReader):
         parts: list[InputPartition] = [
             RangePartition(r)
             for path in self.paths
-            for r in plan_ranges(path, broker_name(path), self.options.max_bytes, lo, None if hi is None else hi + 1)
+            for r in plan_ranges(
+                path, broker_name(path), self.options.max_bytes, lo, None if hi is None else hi + 1
+            )
         ]
         return parts or [RangePartition(None)]
 
@@ -175,9 +177,14 @@ def _ms(moment: datetime | None, slack: timedelta) -> int | None:
     return int((moment + slack).timestamp() * 1000)
 
 
-def _narrow(current: tuple[int | None, int | None], lo: int | None, hi: int | None) -> tuple[int | None, int | None]:
+def _narrow(
+    current: tuple[int | None, int | None], lo: int | None, hi: int | None
+) -> tuple[int | None, int | None]:
     a, b = current
-    return (lo if a is None else a if lo is None else max(a, lo), hi if b is None else b if hi is None else min(b, hi))
+    return (
+        lo if a is None else a if lo is None else max(a, lo),
+        hi if b is None else b if hi is None else min(b, hi),
+    )
 
 
 class StoreStreamReader(DataSourceStreamReader):
