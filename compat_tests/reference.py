@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -33,6 +32,7 @@ from codec.command import RemotingCommand
 from codec.errors import RocketMQError
 from compat_tests.scenario import CLIENT_LINES, JAVA_DIR
 from gateway.client import connect
+from gateway.testing.ports import free_port
 
 __all__ = [
     "BOOT_TIMEOUT_S",
@@ -54,7 +54,6 @@ __all__ = [
 ]
 
 REFERENCE_LIB = JAVA_DIR / "reference" / "target" / "lib"
-LOOPBACK = ("127.0.0.1",)
 BOOT_TIMEOUT_S = 90.0  # namesrv or broker "boot success" (JVM start-up on a busy 2-core machine)
 STOP_TIMEOUT_S = 60.0  # the 5.3.3 broker takes ~20 s to stop (pop revive services)
 GATEWAY_READY_TIMEOUT_S = 20.0  # our NameServer's "ready" line
@@ -63,34 +62,6 @@ COMMIT_LOG_FILE_SIZE = 64 * 1024 * 1024  # mappedFileSizeCommitLog: one file hol
 # The broker's extra ports relative to listenPort (BrokerStartup): the VIP channel at P - 2
 # (NettyServerConfig's fast port) and haListenPort, set here to P + 1.
 BROKER_PORT_OFFSETS = (-2, 0, 1)
-
-
-def free_port(
-    hosts: tuple[str, ...] = LOOPBACK,
-    offsets: tuple[int, ...] = (0,),
-    *,
-    spare_below: int = 0,
-    spare_above: int = 0,
-) -> int:
-    """A port P such that P + each offset (and every port from P - ``spare_below`` to
-    P + ``spare_above``) can be bound on every host (IPv4 or IPv6 literals)."""
-    wanted = sorted({*offsets, *range(-spare_below, spare_above + 1)})
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        if port + wanted[0] < 1024 or port + wanted[-1] > 65535:
-            continue
-        try:
-            for host in hosts:
-                family = socket.AF_INET6 if ":" in host else socket.AF_INET
-                for off in wanted:
-                    with socket.socket(family) as probe:
-                        probe.bind((host, port + off))
-        except OSError:
-            continue
-        return port
-    raise RuntimeError("no free port")
 
 
 def topic_route(namesrv_addr: str, topic: str = "TBW102") -> TopicRouteData | None:

@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import time
 from collections.abc import Mapping
 from typing import Any, Literal, Self, cast
 
 from testcontainers.core.container import DockerContainer
 
+from gateway.testing.ports import free_port
 from gateway.testing.probe import ProbeError, ProbeResult, probe
 
 logger = logging.getLogger(__name__)
@@ -45,13 +45,6 @@ DEFAULT_IMAGE = os.environ.get("RMQ_GATEWAY_IMAGE", "rmq-gateway:local")
 STARTUP_TIMEOUT_S = 60.0  # container start to a registered broker; ~1 s on a 2-core machine
 PROBE_INTERVAL_S = 0.05
 LOOPBACK = "127.0.0.1"
-
-
-def free_port(host: str = LOOPBACK) -> int:
-    """A TCP port nothing listens on at the moment (the OS picks it)."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 class RocketMQGatewayContainer(DockerContainer):
