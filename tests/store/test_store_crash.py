@@ -10,6 +10,7 @@ checks the whole queue.
 from __future__ import annotations
 
 import random
+import select
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from tests.store.helpers import small_config
 
 ROUNDS = 4
 TOPIC = "Crash"
+STARTUP_S = 60.0  # the writer's first acknowledgement, at the latest
 
 WRITER = """
 import sys
@@ -42,6 +44,16 @@ while True:
     print(round_no, i, result.append_result.logics_offset, flush=True)
     i += 1
 """
+
+
+def first_line(proc: subprocess.Popen[str], seconds: float) -> str:
+    """The writer's first acknowledgement line, waited for up to ``seconds``."""
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], seconds)
+    assert ready, f"the writer acknowledged nothing within {seconds} s"
+    line = proc.stdout.readline()
+    assert line.endswith("\n"), f"the writer exited before its first acknowledgement: {line!r}"
+    return line
 
 
 def read_all(store: MessageStore) -> list[MessageRecord]:
@@ -66,9 +78,11 @@ def test_sigkill_under_sync_flush_loses_no_acknowledged_message(tmp_path: Path) 
             cwd=repo,
             text=True,
         )
-        time.sleep(0.3 + rng.random())
+        first = first_line(proc, STARTUP_S)  # a loaded machine can take seconds to start Python
+        time.sleep(0.05 + rng.random())
         proc.send_signal(signal.SIGKILL)
-        out, _ = proc.communicate(timeout=10)
+        rest, _ = proc.communicate(timeout=10)
+        out = first + rest
         complete = out.split("\n")[:-1]  # a line cut by the kill was not an acknowledgement
         lines = [tuple(map(int, line.split())) for line in complete]
         assert lines, "the writer acknowledged nothing before it was killed"
