@@ -1,0 +1,1 @@
+"""Example Spark jobs over RocketMQ store directories (``python -m spark.examples.<job> ...``)."""
