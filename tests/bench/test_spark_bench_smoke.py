@@ -1,0 +1,55 @@
+"""Smoke run of the Spark reader benchmark (``python -m bench.spark``), so that it cannot rot: an
+8 MiB store, one round, warm page cache only (``--no-cold``: a test must not drop the machine's
+page cache), through the real command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parent.parent.parent
+SIZE_MIB = 8
+RECORD_BYTES = (1100, 1300)  # a 1 KiB body plus header, topic and properties (bench/spark/store.py)
+CASES = {
+    ("raw read", None),
+    ("reader", False),
+    ("reader", True),
+    ("count", False),
+    ("count", True),
+    ("scan", False),
+    ("scan", True),
+}
+
+
+def test_smoke_run_of_every_case(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    args = [sys.executable, "-m", "bench.spark", "--size-mib", str(SIZE_MIB), "--rounds", "1", "--no-cold"]
+    args += ["--store", str(store), "--out", str(tmp_path), "--name", "smoke"]
+    done = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert not store.exists(), "the store is removed without --keep"
+    result = json.loads((tmp_path / "smoke.json").read_text())
+    meta = result["meta"]
+    assert SIZE_MIB * 2**20 <= meta["data_bytes"] < SIZE_MIB * 2**20 + 64 * RECORD_BYTES[1]
+    assert RECORD_BYTES[0] <= meta["data_bytes"] / meta["messages"] <= RECORD_BYTES[1]
+    summary = {(s["case"], s["include_body"]): s for s in result["summary"]}
+    assert set(summary) == CASES
+    assert {s["cache"] for s in result["summary"]} == {"warm"}
+    raw = summary[("raw read", None)]
+    assert raw["mb_per_s"] > 10, raw  # any disk or page cache reads faster than 10 MB/s
+    for key, s in summary.items():
+        assert s["seconds"] > 0, s
+        assert s["mb_per_s"] > 0, s
+        if key != ("raw read", None):
+            assert s["rows_per_s"] == pytest.approx(meta["messages"] / s["seconds"]), s
+            assert 0 < s["ratio_to_raw"] == pytest.approx(s["mb_per_s"] / raw["mb_per_s"]), s
+    assert all(r["rows"] == meta["messages"] for r in result["runs"] if r["case"] != "raw read")
+    table = (tmp_path / "smoke.md").read_text()
+    assert "| raw sequential read (8 MiB readinto) | - | warm |" in table
+    assert table in done.stdout
