@@ -3,9 +3,15 @@
 A streaming offset is a global commit-log offset per store directory, always a record boundary
 (a record start, a blank marker or a segment start). :func:`valid_end` walks forward from such an
 offset across segments, validating every record in bulk exactly as a batch read does, and
-returns the end of the last whole record. A record the broker is still writing is not whole yet
-(our store writes its TOTALSIZE last; a Java broker's half-copied record fails the length or
-CRC checks), so a micro-batch never ends inside one and the next trigger picks it up.
+returns the end of the last whole record. A record the broker is still writing is not whole yet,
+so a micro-batch never ends inside one and the next trigger picks it up:
+
+* our store copies a record with its TOTALSIZE last (:mod:`store.commit_log`): until then the
+  walk stops at a TOTALSIZE of 0;
+* a Java broker copies the encoded record front to back into the zero-filled, preallocated file
+  (``CommitLog.DefaultAppendMessageCallback.doAppend`` puts the whole buffer): TOTALSIZE, magic,
+  offsets and lengths may be in place while the last bytes are still zeros. The last record before
+  the zeros is therefore checked further (:func:`tail_is_whole`).
 
 Segments come and go while a broker runs: a full segment ends with a blank marker and the walk
 continues at the next file once it exists; a segment deleted by the broker's cleanup before we
@@ -15,12 +21,15 @@ read it is skipped with one log line (its records are gone).
 from __future__ import annotations
 
 import logging
+import mmap
 
 import numpy as np
 
+from codec.errors import MessageFormatError
+from codec.message import body_crc_of, decode_record
 from spark import columns as col
 from spark.layout import Segment, list_segments, open_map
-from spark.records import STOP_BLANK, STOP_FILE_END, walk
+from spark.records import STOP_BLANK, STOP_FILE_END, STOP_ZERO, walk
 
 logger = logging.getLogger(__name__)
 
@@ -77,4 +86,25 @@ def _walk_segment(seg: Segment, pos: int, check_crc: bool) -> tuple[int, str]:
         count = col.validate(data, seg.start, col.Heads(data, chunk), check_crc)[0]
         if count < len(chunk):
             return int(chunk[count]), "invalid"
+    last = int(starts[-1])
+    if why in (STOP_ZERO, STOP_FILE_END) and not tail_is_whole(mm, last):
+        return last, "tail"
     return end, why
+
+
+def tail_is_whole(mm: mmap.mmap, pos: int) -> bool:
+    """Whether the last record before the zeros at the end of the data is whole, not half-copied.
+
+    Its header already passed the length and offset checks, so a copy cut short can only have left
+    zeros in its body, topic or properties. It is whole when BODYCRC matches the body (whatever
+    ``checkCRC`` says: one record) and neither the topic nor the properties end in a zero byte:
+    topic names never hold NUL, and ``MessageDecoder.messageProperties2String`` ends every
+    property with U+0002.
+    """
+    try:
+        record = decode_record(mm, pos)
+    except MessageFormatError:
+        return False
+    if body_crc_of(record.body) != record.body_crc:
+        return False
+    return not record.topic.endswith("\x00") and not (record.properties or "").endswith("\x00")
