@@ -31,7 +31,8 @@ def test_offsets_and_lag(session: SparkSession, our_store: tuple[Path, list[dict
         assert row["lag"] == per_queue[qid] - committed
     assert rows[("audit", "Audit", 0)]["max_offset"] == 5  # 20 Audit messages over 4 queues
     assert rows[("old", "Gone", 0)] | {"broker": ""} == {
-        "broker": "", "group": "old", "topic": "Gone", "queue_id": 0, "consumer_offset": 7, "max_offset": 0, "lag": 0,
+        "broker": "", "group": "old", "topic": "Gone", "queue_id": 0,
+        "consumer_offset": 7, "max_offset": 0, "lag": 0,
     }  # fmt: skip
 
 
