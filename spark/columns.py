@@ -156,7 +156,7 @@ def validate(
     ok &= (props_len >= 0) & (props_pos + props_len == ends)
     count = len(starts) if ok.all() else int(np.argmin(ok))
     if check_crc and count:
-        view = memoryview(data)
+        view = memoryview(data.data)
         crcs = c["crc"]
         for i, (p, n) in enumerate(
             zip(heads.body_pos[:count].tolist(), body_len[:count].tolist(), strict=True)
@@ -168,7 +168,7 @@ def validate(
 
 
 def _slices(data: np.ndarray[Any, Any], pos: np.ndarray[Any, Any], lens: np.ndarray[Any, Any]) -> pa.Buffer:
-    view = memoryview(data)
+    view = memoryview(data.data)
     return pa.py_buffer(b"".join([view[p : p + n] for p, n in zip(pos.tolist(), lens.tolist(), strict=True)]))
 
 
@@ -300,7 +300,7 @@ def bodies(
     compressed = (flags & MessageSysFlag.COMPRESSED_FLAG) != 0
     if not compressed.any():
         return var_array(data, pos, lens, pa.binary())
-    view = memoryview(data)
+    view = memoryview(data.data)
     out: list[bytes | None] = []
     for p, n, f in zip(pos.tolist(), lens.tolist(), flags.tolist(), strict=True):
         raw = bytes(view[p : p + n])

@@ -102,7 +102,8 @@ def tail_is_whole(mm: mmap.mmap, pos: int) -> bool:
     property with U+0002.
     """
     try:
-        record = decode_record(mm, pos)
+        with memoryview(mm) as view:
+            record = decode_record(view, pos)
     except MessageFormatError:
         return False
     if body_crc_of(record.body) != record.body_crc:

@@ -86,7 +86,7 @@ def _written_units(path: str) -> int:
             if len(raw) < CQ_UNIT.size:
                 return False
             offset, length, _tags = CQ_UNIT.unpack(raw)
-            return offset >= 0 and length > 0
+            return bool(offset >= 0 and length > 0)
 
         lo, hi = 0, size // CQ_UNIT.size
         while lo < hi:

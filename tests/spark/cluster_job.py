@@ -37,7 +37,7 @@ def main() -> None:
         "broker", "uniq_key", F.sha2("body", 256).alias("digest"), F.spark_partition_id().alias("part")
     ).collect()
     jsc = session.sparkContext._jsc  # executors have no Python API
-    infos = jsc.sc().statusTracker().getExecutorInfos()  # type: ignore[union-attr]
+    infos = jsc.sc().statusTracker().getExecutorInfos()
     managers = [f"{info.host()}:{info.port()}" for info in infos]  # the driver's and the executors'
     result = {
         "partitions": len({r["part"] for r in rows}),

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import SparkSession
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.query import StreamingQuery
 
 from codec.message import MESSAGE_MAGIC_CODE_V1, decode_record
 from spark.layout import list_segments, open_map
