@@ -39,6 +39,7 @@ from broker.processors.send import SendMessageProcessor
 from broker.processors.send_back import SendMessageBackProcessor
 from broker.registration import NamesrvRegistrar
 from broker.schedule import DELAY_OFFSET_JSON, FIRST_DELAY_S, PERSIST_INTERVAL_S, POLL_INTERVAL_S
+from broker.stats import broker_stats
 from broker.timer.service import TIMER_PROGRESS_JSON, TimerMessageService
 from broker.transaction.service import TransactionalMessageService
 from codec.bodies.register import TopicConfig
@@ -99,6 +100,7 @@ class Broker:
             on_topics_changed=self._topics_changed,
             on_groups_changed=self._groups_changed,
         )
+        self.messages.stats = broker_stats(self.controller)
         self.registrar = NamesrvRegistrar(config, self.controller.topics)
         self.timers = TimerMessageService(self.store, self.controller.put_messages, config.timer_precision_ms)
         self.dispatcher = build_dispatcher(self.controller)

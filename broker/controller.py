@@ -9,6 +9,7 @@ flush under ``SYNC_FLUSH``) and the listeners for topic and group changes.
 
 from __future__ import annotations
 
+import functools
 import logging
 import socket
 import time
@@ -40,6 +41,7 @@ def wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
+@functools.lru_cache(maxsize=1024)  # per record (store host, born host): a few hosts repeat
 def host_bytes(host: str) -> bytes:
     """An IPv4 or IPv6 literal as the 4 or 16 address bytes records carry; raises ``ValueError``."""
     for family in (socket.AF_INET, socket.AF_INET6):
@@ -97,6 +99,7 @@ class BrokerController:
         return self.config.listen_port
 
     @staticmethod
+    @functools.lru_cache(maxsize=4096)  # per record; a connection's address repeats
     def client_address(remote_addr: str) -> tuple[bytes, int]:
         """A connection's ``host:port`` as record host bytes and port (loopback if unparsable)."""
         try:

@@ -8,6 +8,8 @@ own threads:
   Puts that arrive while an fsync runs wait for the next one, so many concurrent producers share
   one ``msync`` (run in a worker thread, the only store call made off the Trio thread, which the
   store allows). A put not flushed within ``syncFlushTimeout`` answers ``FLUSH_DISK_TIMEOUT``.
+* statistics: every put, whoever makes it (send, retry, delay and timer delivery, transactions),
+  passes here and is counted in :class:`broker.stats.BrokerStats` when ``stats`` is set;
 * ``tick`` every 100 ms: the asynchronous commit-log flush, consume-queue/index/checkpoint flush
   and cleanup (``FlushRealTimeService``, ``FlushConsumeQueueService``, ``CleanCommitLogService``).
 """
@@ -15,10 +17,12 @@ own threads:
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 
 import trio
 
+from broker.stats import BrokerStats
 from codec.message import MessageRecord
 from store.errors import StoreIOError
 from store.message_store import MessageStore
@@ -39,6 +43,7 @@ class MessageService:
         self._flushed = 0
         self._last_flush_error: str | None = None
         self.fsyncs = 0
+        self.stats: BrokerStats | None = None
 
     # -- puts ------------------------------------------------------------------------------------
 
@@ -47,15 +52,35 @@ class MessageService:
     ) -> PutMessageResult:
         """Append records of one topic-queue; under SYNC_FLUSH wait for their fsync.
         ``properties``: each record's properties already decoded (see ``MessageStore.put_messages``)."""
-        result = self.store.put_messages(msgs, properties)
-        if not result.ok or result.append_result is None:
-            return result
+        result = self.put_nowait(msgs, properties)
         if self.sync_flush:
-            end = result.append_result.end_offset
-            if not await self._wait_flushed(end):
-                result.status = PutMessageStatus.FLUSH_DISK_TIMEOUT
-                result.remark = self._last_flush_error or "flush disk timeout"
+            await self.wait_flushed(result)
         return result
+
+    def put_nowait(
+        self, msgs: Sequence[MessageRecord], properties: Sequence[dict[str, str]] | None = None
+    ) -> PutMessageResult:
+        """Append records of one topic-queue without waiting: under SYNC_FLUSH the caller must
+        :meth:`wait_flushed` before it acknowledges them."""
+        start = time.perf_counter()
+        result = self.store.put_messages(msgs, properties)
+        stats = self.stats
+        if stats is not None:
+            if result.ok and result.append_result is not None and msgs:
+                elapsed_ms = int((time.perf_counter() - start) * 1000)
+                stats.record_put(msgs[0].topic, len(msgs), result.append_result.wrote_bytes, elapsed_ms)
+            else:
+                stats.record_put_failed()
+        return result
+
+    async def wait_flushed(self, result: PutMessageResult) -> None:
+        """Wait until the records of a successful put are fsynced; a put not flushed within
+        ``syncFlushTimeout`` becomes ``FLUSH_DISK_TIMEOUT``."""
+        if not result.ok or result.append_result is None:
+            return
+        if not await self._wait_flushed(result.append_result.end_offset):
+            result.status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+            result.remark = self._last_flush_error or "flush disk timeout"
 
     async def _wait_flushed(self, end: int) -> bool:
         if end <= self._flushed:

@@ -2,7 +2,8 @@
 ``consumerProgress`` show, and what the Prometheus exporter reads.
 
 Mirrors three Java classes with their sampling rules, but samples lazily (on every update and
-read, catching up the samples a scheduler would have taken) so that no timer task is needed:
+read, catching up the samples a scheduler would have taken; :mod:`broker.stats_items`) so that no
+timer task is needed:
 
 * ``StatsItem`` / ``BrokerStatsManager``: per (stats name, key) a running sum and call count,
   sampled every 10 s (7 kept: the last minute), 10 min (7: the last hour) and 1 h (25: the last
@@ -14,9 +15,12 @@ read, catching up the samples a scheduler would have taken) so that no timer tas
 * ``BrokerStats``: the put and get totals at this morning's and yesterday morning's midnight.
 
 :func:`broker_stats` returns the one :class:`BrokerStats` of a controller; the first call wraps
-its store's ``put_messages`` and ``get_message`` to count puts (per topic, bytes, latency) and
-gets (found, missed, messages transferred). Consumer-group gets are recorded by the pull path
-through :meth:`BrokerStats.record_group_get`.
+its store's ``get_message`` to count gets (found, missed, messages transferred). Puts are counted
+where every put passes, :meth:`broker.message_service.MessageService.put`, through
+:meth:`BrokerStats.record_put`, which only adds to per-topic pending sums (it runs once per send
+request) and folds them into the sampled items at the first put or read after a sampling time:
+the samples come out as if every put had been added on its own. Consumer-group gets are recorded
+by the pull path through :meth:`BrokerStats.record_group_get`.
 """
 
 from __future__ import annotations
@@ -24,16 +28,11 @@ from __future__ import annotations
 import time
 import weakref
 from bisect import bisect_left
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-MINUTE_SAMPLE_MS = 10_000  # StatsItem.samplingInSeconds period
-HOUR_SAMPLE_MS = 600_000  # samplingInMinutes period
-DAY_SAMPLE_MS = 3_600_000  # samplingInHour period
-STORE_SAMPLE_MS = 1000  # StoreStatsService.FREQUENCY_OF_SAMPLING
-STORE_SAMPLES = 601  # MAX_RECORDS_OF_SAMPLING + 1
+from broker.stats_items import STORE_SAMPLE_MS, Counter, StatsItem
+
 LATENCY_WINDOW_MS = 60_000  # printTPSInterval: distribution and percentile buckets rotate per minute
 
 # StatsItem names (BrokerStatsManager / Stats constants) this broker feeds.
@@ -43,6 +42,7 @@ GROUP_GET_NUMS = "GROUP_GET_NUMS"
 GROUP_GET_SIZE = "GROUP_GET_SIZE"
 BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
 BROKER_GET_NUMS = "BROKER_GET_NUMS"
+_PUT_ITEMS = frozenset({TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, BROKER_PUT_NUMS})  # the items puts feed
 
 # StoreStatsService.PUT_MESSAGE_ENTIRE_TIME_MAX_DESC and the upper bounds (ms, exclusive) of each.
 DISTRIBUTION_DESC = (
@@ -70,103 +70,6 @@ def wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
-@dataclass(frozen=True, slots=True)
-class StatsSnapshot:
-    sum: int
-    tps: float
-    avgpt: float
-    times: int
-
-
-class _Window:
-    """Samples (time, times, value) taken every ``period`` ms, the last ``kept`` of them."""
-
-    __slots__ = ("due", "kept", "period", "samples")
-
-    def __init__(self, period: int, kept: int, now_ms: int) -> None:
-        self.period = period
-        self.kept = kept
-        # Java's first sampling adds a zero sample one period back, then one at start.
-        self.samples: deque[tuple[int, int, int]] = deque([(now_ms - period, 0, 0), (now_ms, 0, 0)])
-        self.due = now_ms + period
-
-    def catch_up(self, now_ms: int, times: int, value: int) -> None:
-        """Take the samples a timer would have taken up to ``now_ms`` (values unchanged since)."""
-        if self.due > now_ms:
-            return
-        if now_ms - self.due >= self.period * self.kept:  # idle a whole window: skip equal samples
-            self.due += (now_ms - self.due) // self.period * self.period - self.period * (self.kept - 1)
-        while self.due <= now_ms:
-            self.samples.append((self.due, times, value))
-            self.due += self.period
-        while len(self.samples) > self.kept:
-            self.samples.popleft()
-
-
-class StatsItem:
-    """``StatsItem``: a sum and a call count, with minute, hour and day sample windows."""
-
-    __slots__ = ("_windows", "key", "last_update_ms", "name", "times", "value")
-
-    def __init__(self, name: str, key: str, now_ms: int) -> None:
-        self.name = name
-        self.key = key
-        self.value = 0
-        self.times = 0
-        self.last_update_ms = now_ms
-        self._windows = (
-            _Window(MINUTE_SAMPLE_MS, 7, now_ms),
-            _Window(HOUR_SAMPLE_MS, 7, now_ms),
-            _Window(DAY_SAMPLE_MS, 25, now_ms),
-        )
-
-    def _catch_up(self, now_ms: int) -> None:
-        for window in self._windows:
-            window.catch_up(now_ms, self.times, self.value)
-
-    def add(self, value: int, times: int, now_ms: int) -> None:
-        self._catch_up(now_ms)
-        self.value += value
-        self.times += times
-        self.last_update_ms = now_ms
-
-    def snapshot(self, window: int, now_ms: int) -> StatsSnapshot:
-        """``computeStatsData`` over window 0 (minute), 1 (hour) or 2 (day)."""
-        self._catch_up(now_ms)
-        samples = self._windows[window].samples
-        (t0, times0, v0), (t1, times1, v1) = samples[0], samples[-1]
-        total = v1 - v0
-        times = times1 - times0
-        tps = total * 1000.0 / (t1 - t0) if t1 != t0 else 0.0
-        return StatsSnapshot(total, tps, total / times if times > 0 else 0.0, times)
-
-
-class _Counter:
-    """A StoreStatsService counter with its per-second samples."""
-
-    __slots__ = ("samples", "value")
-
-    def __init__(self, now_ms: int) -> None:
-        self.value = 0
-        self.samples: deque[tuple[int, int]] = deque([(now_ms, 0)], maxlen=STORE_SAMPLES)
-
-    def catch_up(self, now_ms: int) -> None:
-        last = self.samples[-1][0]
-        if now_ms - last >= STORE_SAMPLE_MS * STORE_SAMPLES:
-            last = now_ms - STORE_SAMPLE_MS * STORE_SAMPLES
-        while last + STORE_SAMPLE_MS <= now_ms:
-            last += STORE_SAMPLE_MS
-            self.samples.append((last, self.value))
-
-    def tps(self, seconds: int) -> float | None:
-        """``getPutTps(time)``: rate over the last ``seconds`` samples; ``None`` before there are
-        that many (Java prints an empty string then)."""
-        if len(self.samples) <= seconds:
-            return None
-        (t0, v0), (t1, v1) = self.samples[-(seconds + 1)], self.samples[-1]
-        return (v1 - v0) * 1000.0 / (t1 - t0) if t1 != t0 else 0.0
-
-
 def java_double(value: float) -> str:
     """``Double.toString`` for the rates shown (finite, below 1e7)."""
     return repr(float(value))
@@ -181,10 +84,10 @@ class BrokerStats:
         now = clock()
         self.boot_ms = now
         self.items: dict[tuple[str, str], StatsItem] = {}
-        self.put = _Counter(now)
-        self.get_found = _Counter(now)
-        self.get_miss = _Counter(now)
-        self.transferred = _Counter(now)
+        self.put = Counter(now)
+        self.get_found = Counter(now)
+        self.get_miss = Counter(now)
+        self.transferred = Counter(now)
         self.put_failed = 0
         self.put_size_total = 0
         self.put_times_by_topic: dict[str, int] = {}
@@ -197,6 +100,12 @@ class BrokerStats:
         self._latency_rotate_at = now + LATENCY_WINDOW_MS
         # BrokerStats.record() at each midnight: (day number, put total, get total) at its start.
         self._day = self._local_day(now)
+        self._day_end_ms = self._next_midnight_ms(now)
+        # Puts not yet folded into the items: topic -> [messages, bytes, puts]; latency ms -> puts.
+        self._pending_puts: dict[str, list[int]] = {}
+        self._pending_latency: dict[int, int] = {}
+        self._last_put_ms = now
+        self._fold_due = now  # the earliest sampling time of anything the pending puts feed
         self._morning = (0, 0)
         self._yesterday_morning = (0, 0)
         #: Observers of every put (topic, message count, bytes) and group get (topic, group,
@@ -207,6 +116,7 @@ class BrokerStats:
     # -- recording -------------------------------------------------------------------------------
 
     def item(self, name: str, key: str) -> StatsItem | None:
+        self._fold(self.clock())
         return self.items.get((name, key))
 
     def _add(self, name: str, key: str, value: int, times: int, now: int) -> None:
@@ -216,19 +126,72 @@ class BrokerStats:
         item.add(value, times, now)
 
     def record_put(self, topic: str, count: int, size: int, elapsed_ms: int) -> None:
-        """A successful put of ``count`` messages (``size`` bytes) that took ``elapsed_ms``."""
+        """A successful put of ``count`` messages (``size`` bytes) that took ``elapsed_ms``.
+
+        Hot path (every send): adds to pending sums only; :meth:`_fold` applies them before any
+        sample or read that must see them."""
         now = self.clock()
-        self._roll(now)
-        self.put.catch_up(now)
-        self.put.value += count
-        self.put_size_total += size
-        self.put_times_by_topic[topic] = self.put_times_by_topic.get(topic, 0) + count
-        self._add(TOPIC_PUT_NUMS, topic, count, 1, now)
-        self._add(TOPIC_PUT_SIZE, topic, size, 1, now)
-        self._add(BROKER_PUT_NUMS, self.cluster_name, count, 1, now)
-        self._record_latency(elapsed_ms, now)
+        if now >= self._fold_due:
+            self._fold(now)
+        pending = self._pending_puts.get(topic)
+        if pending is None:
+            pending = self._pending_puts[topic] = [0, 0, 0]
+            self._create_put_items(topic, now)
+        pending[0] += count
+        pending[1] += size
+        pending[2] += 1
+        self._pending_latency[elapsed_ms] = self._pending_latency.get(elapsed_ms, 0) + 1
+        self._last_put_ms = now
         for observer in self.put_observers:
             observer(topic, count, size)
+
+    def _create_put_items(self, topic: str, now: int) -> None:
+        """The items a topic's puts feed, created at the first put as Java's ``StatsItemSet`` does
+        (their sample windows start then)."""
+        for key in ((TOPIC_PUT_NUMS, topic), (TOPIC_PUT_SIZE, topic), (BROKER_PUT_NUMS, self.cluster_name)):
+            item = self.items.get(key)
+            if item is None:
+                item = self.items[key] = StatsItem(key[0], key[1], now)
+            self._fold_due = min(self._fold_due, item.next_sample_ms)
+
+    def _fold(self, now: int) -> None:
+        """Apply the pending puts, then take every sample due by ``now``.
+
+        Every pending put happened before ``_fold_due``, the earliest time any sampler they feed
+        (put counter, topic and broker items, latency minute, day roll) takes its next sample, so
+        applying them first gives the samples adding them one by one would have given."""
+        if self._pending_puts:
+            put_times = self.put_times_by_topic
+            broker_nums = self.items[(BROKER_PUT_NUMS, self.cluster_name)]
+            for topic, (count, size, times) in self._pending_puts.items():
+                self.put.value += count
+                self.put_size_total += size
+                put_times[topic] = put_times.get(topic, 0) + count
+                for item, value in (
+                    (self.items[(TOPIC_PUT_NUMS, topic)], count),
+                    (self.items[(TOPIC_PUT_SIZE, topic)], size),
+                    (broker_nums, count),
+                ):
+                    item.value += value
+                    item.times += times
+                    item.last_update_ms = self._last_put_ms
+            self._pending_puts.clear()
+            for elapsed_ms, times in self._pending_latency.items():
+                self._distribution[bisect_left(_DISTRIBUTION_LIMITS, elapsed_ms + 1)] += times
+                self._latency[bisect_left(PERCENTILE_BOUNDS, elapsed_ms)] += times
+                self.put_entire_time_max_ms = max(self.put_entire_time_max_ms, elapsed_ms)
+            self._pending_latency.clear()
+        if now < self._fold_due:
+            return
+        self._roll(now)
+        self.put.catch_up(now)
+        self._rotate_latency(now)
+        due = min(self.put.samples[-1][0] + STORE_SAMPLE_MS, self._latency_rotate_at, self._day_end_ms)
+        for (name, _key), item in self.items.items():
+            if name in _PUT_ITEMS:
+                item.catch_up(now)
+                due = min(due, item.next_sample_ms)
+        self._fold_due = due
 
     def record_put_failed(self) -> None:
         self.put_failed += 1
@@ -247,19 +210,13 @@ class BrokerStats:
         if count <= 0:
             return
         now = self.clock()
-        self._roll(now)
+        self._fold(now)  # pending puts first: a day roll reads the put total
         key = f"{topic}@{group}"
         self._add(GROUP_GET_NUMS, key, count, 1, now)
         self._add(GROUP_GET_SIZE, key, size, 1, now)
         self._add(BROKER_GET_NUMS, self.cluster_name, count, 1, now)
         for observer in self.get_observers:
             observer(topic, group, count, size)
-
-    def _record_latency(self, elapsed_ms: int, now: int) -> None:
-        self._rotate_latency(now)
-        self._distribution[bisect_left(_DISTRIBUTION_LIMITS, elapsed_ms + 1)] += 1
-        self._latency[bisect_left(PERCENTILE_BOUNDS, elapsed_ms)] += 1
-        self.put_entire_time_max_ms = max(self.put_entire_time_max_ms, elapsed_ms)
 
     def _rotate_latency(self, now: int) -> None:
         """Minute windows aligned on the start time, as Java's timer: the last whole minute is the
@@ -282,7 +239,16 @@ class BrokerStats:
         local = time.localtime(ms / 1000)
         return local.tm_year * 1000 + local.tm_yday
 
+    @staticmethod
+    def _next_midnight_ms(ms: int) -> int:
+        local = time.localtime(ms / 1000)
+        next_day = (local.tm_year, local.tm_mon, local.tm_mday + 1, 0, 0, 0, 0, 0, -1)
+        return int(time.mktime(next_day) * 1000)  # mktime normalises the 32nd of a month
+
     def _roll(self, now: int) -> None:
+        if now < self._day_end_ms:
+            return
+        self._day_end_ms = self._next_midnight_ms(now)
         day = self._local_day(now)
         if day != self._day:
             self._yesterday_morning = self._morning if day - self._day == 1 else self._totals()
@@ -295,7 +261,7 @@ class BrokerStats:
 
     def day_counters(self) -> dict[str, int]:
         """``BrokerStats``: msgPut/GetTotal at yesterday morning, this morning and now."""
-        self._roll(self.clock())
+        self._fold(self.clock())
         put_now, get_now = self._totals()
         return {
             "msgPutTotalYesterdayMorning": self._yesterday_morning[0],
@@ -313,8 +279,9 @@ class BrokerStats:
         item = self.items.get((GROUP_GET_NUMS, f"{topic}@{group}"))
         return item.snapshot(0, self.clock()).tps if item is not None else 0.0
 
-    def _tps_text(self, counters: tuple[_Counter, ...]) -> str:
+    def _tps_text(self, counters: tuple[Counter, ...]) -> str:
         now = self.clock()
+        self._fold(now)
         parts = []
         for seconds in (10, 60, 600):
             rates = []
@@ -329,6 +296,7 @@ class BrokerStats:
 
     def percentile_ms(self, px: float) -> float:
         """``findPutMessageEntireTimePX`` over the last whole minute's buckets."""
+        self._fold(self.clock())
         self._rotate_latency(self.clock())
         buckets = self._last_latency
         index = int(sum(buckets) * px)
@@ -345,6 +313,7 @@ class BrokerStats:
     def store_runtime_info(self) -> dict[str, str]:
         """``StoreStatsService.getRuntimeInfo``."""
         now = self.clock()
+        self._fold(now)
         self._rotate_latency(now)
         total = self.put.value or 1
         distribution = self._last_distribution
@@ -377,29 +346,18 @@ _STATS: weakref.WeakKeyDictionary[Any, BrokerStats] = weakref.WeakKeyDictionary(
 
 
 def broker_stats(controller: Any) -> BrokerStats:
-    """The statistics of ``controller`` (a ``BrokerController``), created and wired to its store on
-    first use: the store's ``put_messages`` and ``get_message`` are wrapped to count every put and
-    read, whoever makes it (send, retry, delay delivery)."""
+    """The statistics of ``controller`` (a ``BrokerController``), created on first use, when its
+    store's ``get_message`` is wrapped to count every read. Puts are recorded by the broker's
+    ``MessageService`` (see the module docstring)."""
     stats = _STATS.get(controller)
     if stats is None:
         stats = _STATS[controller] = BrokerStats(controller.config.broker_cluster_name)
-        _observe_store(controller.store, stats)
+        _observe_gets(controller.store, stats)
     return stats
 
 
-def _observe_store(store: Any, stats: BrokerStats) -> None:
-    put_messages = store.put_messages
+def _observe_gets(store: Any, stats: BrokerStats) -> None:
     get_message = store.get_message
-
-    def observed_put(msgs: Any, *args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        result = put_messages(msgs, *args, **kwargs)
-        elapsed_ms = int((time.perf_counter() - start) * 1000)
-        if result.ok and msgs and result.append_result is not None:
-            stats.record_put(msgs[0].topic, len(msgs), result.append_result.wrote_bytes, elapsed_ms)
-        else:
-            stats.record_put_failed()
-        return result
 
     def observed_get(*args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
@@ -408,5 +366,4 @@ def _observe_store(store: Any, stats: BrokerStats) -> None:
         stats.record_get(count > 0, count, int((time.perf_counter() - start) * 1000))
         return result
 
-    setattr(store, "put_messages", observed_put)  # noqa: B010 - an instance attribute shadows the method
-    setattr(store, "get_message", observed_get)  # noqa: B010
+    setattr(store, "get_message", observed_get)  # noqa: B010 - an instance attribute shadows the method

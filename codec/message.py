@@ -223,50 +223,104 @@ def record_size(sys_flag: int, body_len: int, topic_len: int, properties_len: in
     return 72 + born + store + body_len + topic_size + topic_len + 2 + properties_len
 
 
-def encode_record(record: MessageRecord) -> bytes:
-    """Encode a record. The magic is v1 unless the topic needs a 2-byte length (v2).
+class RecordLayout:
+    """What encoding a record needs besides the record: its TOTALSIZE, the topic and properties
+    as UTF-8, the sys flag with the host flags set, and the fixed-part struct for its hosts.
+    :func:`measure_record` makes one (all the checks), :func:`encode_record_into` writes with it."""
 
-    Host flags in ``sys_flag`` are derived from the address lengths, as the broker derives them
-    from the socket families.
-    """
+    __slots__ = ("fixed", "properties", "size", "sys_flag", "topic")
+
+    def __init__(
+        self, size: int, topic: bytes, properties: bytes, sys_flag: int, fixed: struct.Struct
+    ) -> None:
+        self.size = size
+        self.topic = topic
+        self.properties = properties
+        self.sys_flag = sys_flag
+        self.fixed = fixed
+
+
+def _fixed_struct(born_len: int, store_len: int) -> struct.Struct:
+    """TOTALSIZE .. BODYLEN in one struct for the given host address lengths."""
+    return struct.Struct(f">iIiiiqqiq{born_len}siq{store_len}siiqi")
+
+
+# (born host bytes, store host bytes) -> the fixed part: one pack_into per record.
+_FIXED = {(b, s): _fixed_struct(b, s) for b in (4, 16) for s in (4, 16)}
+_V6_FLAGS = MessageSysFlag.BORNHOST_V6_FLAG | MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
+
+
+def measure_record(record: MessageRecord) -> RecordLayout:
+    """Check a record can be encoded and size it; raises :class:`MessageFormatError`.
+
+    The magic is v1 unless the topic needs a 2-byte length (v2). Host flags in ``sys_flag`` are
+    derived from the address lengths, as the broker derives them from the socket families."""
     topic = record.topic.encode()
     props = record.properties.encode()
     if len(props) > 32767:
         raise MessageFormatError(f"properties of {len(props)} bytes exceed 32767")
     if len(topic) > 32767:
         raise MessageFormatError("topic too long")
-    sys_flag = record.sys_flag & ~(MessageSysFlag.BORNHOST_V6_FLAG | MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)
+    sys_flag = record.sys_flag & ~_V6_FLAGS
     sys_flag |= _host_flag(record.born_host, MessageSysFlag.BORNHOST_V6_FLAG)
     sys_flag |= _host_flag(record.store_host, MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)
+    size = record_size(sys_flag, len(record.body), len(topic), len(props))
+    return RecordLayout(size, topic, props, sys_flag, _FIXED[len(record.born_host), len(record.store_host)])
+
+
+def encode_record_into(buf: bytearray, pos: int, record: MessageRecord, layout: RecordLayout) -> None:
+    """Write ``record`` at ``buf[pos : pos + layout.size]`` (``layout`` from :func:`measure_record`).
+
+    The store encodes a whole batch into one buffer this way: one ``pack_into`` for the fixed
+    part and slice copies for the rest, no intermediate ``bytes`` per field."""
     body = record.body
+    topic = layout.topic
+    props = layout.properties
     v2 = len(topic) > MAX_V1_TOPIC_BYTES
-    total = record_size(sys_flag, len(body), len(topic), len(props))
-    parts = [
-        _HEAD.pack(
-            total,
-            MESSAGE_MAGIC_CODE_V2 if v2 else MESSAGE_MAGIC_CODE_V1,
-            record.body_crc,
-            record.queue_id,
-            record.flag,
-            record.queue_offset,
-            record.physical_offset,
-            sys_flag,
-            record.born_timestamp,
-        ),
+    fixed = layout.fixed
+    fixed.pack_into(
+        buf,
+        pos,
+        layout.size,
+        MESSAGE_MAGIC_CODE_V2 if v2 else MESSAGE_MAGIC_CODE_V1,
+        record.body_crc,
+        record.queue_id,
+        record.flag,
+        record.queue_offset,
+        record.physical_offset,
+        layout.sys_flag,
+        record.born_timestamp,
         record.born_host,
-        _INT.pack(record.born_port),
-        _LONG.pack(record.store_timestamp),
+        record.born_port,
+        record.store_timestamp,
         record.store_host,
-        _INT.pack(record.store_port),
-        _MID.pack(record.reconsume_times, record.prepared_transaction_offset),
-        _INT.pack(len(body)),
-        body,
-        _SHORT.pack(len(topic)) if v2 else bytes((len(topic),)),
-        topic,
-        _SHORT.pack(len(props)),
-        props,
-    ]
-    return b"".join(parts)
+        record.store_port,
+        record.reconsume_times,
+        record.prepared_transaction_offset,
+        len(body),
+    )
+    pos += fixed.size
+    end = pos + len(body)
+    buf[pos:end] = body
+    if v2:
+        _SHORT.pack_into(buf, end, len(topic))
+        pos = end + 2
+    else:
+        buf[end] = len(topic)
+        pos = end + 1
+    end = pos + len(topic)
+    buf[pos:end] = topic
+    _SHORT.pack_into(buf, end, len(props))
+    pos = end + 2
+    buf[pos : pos + len(props)] = props
+
+
+def encode_record(record: MessageRecord) -> bytes:
+    """Encode one record (see :func:`measure_record` for the checks and flags)."""
+    layout = measure_record(record)
+    buf = bytearray(layout.size)
+    encode_record_into(buf, 0, record, layout)
+    return bytes(buf)
 
 
 def _host_flag(address: bytes, v6_flag: int) -> int:

@@ -40,7 +40,7 @@ import struct
 import time
 from collections.abc import Callable
 
-from codec.hashing import java_string_hash
+from codec.hashing import java_string_hash_tail
 from store.errors import StoreCorruptionError
 from store.mapped_file import PAGE_SIZE, MappedFile, reserve_chunk
 
@@ -55,7 +55,7 @@ _INT_MAX = 0x7FFFFFFF
 
 def index_key_hash(key: str) -> int:
     """``IndexFile.indexKeyHashMethod``: ``abs(key.hashCode())``, with ``Integer.MIN_VALUE`` → 0."""
-    h = java_string_hash(key)
+    h = java_string_hash_tail(key)
     return 0 if h == -0x80000000 else abs(h)
 
 

@@ -36,12 +36,11 @@ from __future__ import annotations
 
 import logging
 import os
-import struct
 import time
 from collections.abc import Callable, Sequence
 
 from codec.errors import MessageFormatError
-from codec.message import PHYSICAL_OFFSET_POS, MessageRecord, encode_record
+from codec.message import MessageRecord, RecordLayout, encode_record_into, measure_record
 from codec.properties import MAX_PROPERTIES_BYTES, decode_properties
 from store.checkpoint import (
     StoreCheckpoint,
@@ -63,7 +62,6 @@ from store.metadata import ConfigFiles
 from store.recovery import recover
 from store.results import AppendMessageResult, PutMessageResult, PutMessageStatus
 
-_LONG = struct.Struct(">q")
 logger = logging.getLogger(__name__)
 REFUSAL_LOG_INTERVAL_S = 10.0  # refused puts: one ERROR line this often, with the count in between
 MAX_KEYS_RESERVED = 8  # index entries reserved per record before a put (UNIQ_KEY and a few KEYS)
@@ -255,8 +253,9 @@ class MessageStore(MessageReader):
         key = (first.topic, first.queue_id)
         queue_offset = self.queue_offsets.get(key, 0)
         next_offset = queue_offset
-        chunks: list[bytes] = []
+        layouts: list[RecordLayout] = []
         props_list: list[dict[str, str]] = []
+        total = 0
         for i, msg in enumerate(msgs):
             if msg.topic != first.topic or msg.queue_id != first.queue_id:
                 return PutMessageResult(
@@ -273,16 +272,17 @@ class MessageStore(MessageReader):
             msg.physical_offset = 0
             next_offset += 1 if in_queue else 0
             try:
-                chunks.append(encode_record(msg))
+                layout = measure_record(msg)
             except MessageFormatError as err:
                 status = PutMessageStatus.MESSAGE_ILLEGAL
                 if len(msg.properties.encode()) > MAX_PROPERTIES_BYTES:
                     status = PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
                 return PutMessageResult(status, remark=str(err))
+            layouts.append(layout)
+            total += layout.size
             props_list.append(decode_properties(msg.properties) if properties is None else properties[i])
-        data = bytearray(b"".join(chunks))
         try:
-            mf, phys = self.commit_log.reserve(len(data))
+            mf, phys = self.commit_log.reserve(total)
             # Create every file the dispatch will need before the record goes in, so that a full
             # disk fails the put cleanly instead of leaving a record without its queue unit.
             if next_offset > queue_offset:
@@ -294,11 +294,13 @@ class MessageStore(MessageReader):
         except StoreIOError as err:
             self._refusals.log("put refused: %s; disk %s", err, self.disk_report())
             return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(err))
+        # The whole batch is encoded into one buffer, its offsets known, then copied in once.
+        data = bytearray(total)
         pos = 0
-        for chunk, msg in zip(chunks, msgs, strict=True):
+        for msg, layout in zip(msgs, layouts, strict=True):
             msg.physical_offset = phys + pos
-            _LONG.pack_into(data, pos + PHYSICAL_OFFSET_POS, phys + pos)
-            pos += len(chunk)
+            encode_record_into(data, pos, msg, layout)
+            pos += layout.size
         end = self.commit_log.write(mf, data)
         self.queue_offsets[key] = next_offset
         self._last_put = (end, now)
@@ -306,9 +308,9 @@ class MessageStore(MessageReader):
         self.put_message_count += len(msgs)
         dispatch = self.dispatcher.dispatch_record
         on_arrival = self.on_arrival
-        for chunk, msg, props in zip(chunks, msgs, props_list, strict=True):
+        for layout, msg, props in zip(layouts, msgs, props_list, strict=True):
             try:
-                req = dispatch(msg, msg.physical_offset, len(chunk), props)
+                req = dispatch(msg, msg.physical_offset, layout.size, props)
             except StoreIOError as err:
                 # The record is in the commit log (acknowledged below); the next start re-dispatches
                 # it. Until then the store takes no writes (Java's makeLogicsQueueError).

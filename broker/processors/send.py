@@ -127,8 +127,10 @@ class SendMessageProcessor:
     ) -> RemotingCommand:
         topic_config, queue_id = self._check(ctx, header)
         if header.batch:
-            records, batch_uniq = self._batch_records(ctx, request, header, topic_config, queue_id)
-            result = await self.broker.put_messages(records, None)
+            records, props_list, batch_uniq = self._batch_records(
+                ctx, request, header, topic_config, queue_id
+            )
+            result = await self.broker.put_messages(records, props_list)
             return self._response(request, records, result, records[0].queue_id, batch_uniq)
         record, props = self._single_record(ctx, request, header, topic_config, queue_id)
         result = await self.broker.put_messages([record], [props])
@@ -295,9 +297,10 @@ class SendMessageProcessor:
         header: SendMessageRequestHeader,
         topic_config: TopicConfig,
         queue_id: int,
-    ) -> tuple[list[MessageRecord], str | None]:
-        """The inner records, and the batch-level UNIQ_KEY (a 5.x client's) that answers as the
-        response's ``transactionId``, as from the real broker (absent for 4.x batches)."""
+    ) -> tuple[list[MessageRecord], list[dict[str, str]], str | None]:
+        """The inner records, their properties decoded, and the batch-level UNIQ_KEY (a 5.x
+        client's) that answers as the response's ``transactionId``, as from the real broker
+        (absent for 4.x batches)."""
         topic = header.topic
         if len(topic) > 127:
             raise self._refuse(ResponseCode.MESSAGE_ILLEGAL, f"message topic length too long {len(topic)}")
@@ -316,18 +319,26 @@ class SendMessageProcessor:
         batch_props = decode_properties(header.properties)
         self._stamp_broker_properties(batch_props)
         suffix = encode_java_order(batch_props)
+        batch_uniq = batch_props.get(UNIQ_KEY)
         records = []
+        props_list = []
         for entry in entries:
             own = entry.properties
             if own and not own.endswith(PROPERTY_SEPARATOR):
                 own += PROPERTY_SEPARATOR
-            if UNIQ_KEY not in batch_props and UNIQ_KEY not in decode_properties(own):
-                own += encode_properties({UNIQ_KEY: self.broker.uniq_ids.next_id()})
+            # own ends with a separator, so the stored string own + suffix decodes to own's
+            # properties updated with the batch's: built here so the store need not parse it.
+            props = decode_properties(own)
+            if batch_uniq is None and UNIQ_KEY not in props:
+                props[UNIQ_KEY] = self.broker.uniq_ids.next_id()
+                own += encode_properties({UNIQ_KEY: props[UNIQ_KEY]})
+            props.update(batch_props)
             record = self._base_record(ctx, header, topic_config, queue_id, entry.body)
             record.properties = own + suffix
             record.flag = entry.flag
             records.append(record)
-        return records, batch_props.get(UNIQ_KEY)
+            props_list.append(props)
+        return records, props_list, batch_uniq
 
     # -- response --------------------------------------------------------------------------------
 

@@ -3,17 +3,20 @@ driven by a fake clock."""
 
 from __future__ import annotations
 
+import random
 import time
 
 import pytest
 
 from broker.stats import (
     BROKER_GET_NUMS,
+    BROKER_PUT_NUMS,
     GROUP_GET_NUMS,
     TOPIC_PUT_NUMS,
+    TOPIC_PUT_SIZE,
     BrokerStats,
-    StatsItem,
 )
+from broker.stats_items import Counter, StatsItem
 
 
 class Clock:
@@ -120,3 +123,41 @@ def test_group_gets_feed_consume_tps_and_broker_totals() -> None:
     assert seen[0] == ("T", "g", 10, 1000)
     stats.record_group_get("T", "g", 0, 0)  # an empty pull counts nothing
     assert len(seen) == 6
+
+
+def test_pending_puts_sample_as_if_added_one_by_one() -> None:
+    """record_put only adds to pending sums (the send hot path); the samples, rates and totals
+    must come out exactly as with every put added to the items on its own (Java's way)."""
+    rng = random.Random(18)
+    clock = Clock(noon_ms())
+    stats = BrokerStats("C", clock)
+    ref_nums = ref_size = ref_broker = None
+    ref_put = Counter(clock.now)
+    for step in range(3000):
+        clock.advance(rng.choice((0, 1, 7, 250, 999, 1000, 1001, 4000, 9999, 10_000, 65_000)))
+        count, size = rng.randint(1, 16), rng.randint(100, 20_000)
+        stats.record_put("T", count, size, rng.choice((0, 0, 0, 3, 40)))
+        if ref_nums is None:  # Java creates the items at the first put
+            ref_nums = StatsItem(TOPIC_PUT_NUMS, "T", clock.now)
+            ref_size = StatsItem(TOPIC_PUT_SIZE, "T", clock.now)
+            ref_broker = StatsItem(BROKER_PUT_NUMS, "C", clock.now)
+        ref_nums.add(count, 1, clock.now)
+        ref_size.add(size, 1, clock.now)
+        ref_broker.add(count, 1, clock.now)
+        ref_put.catch_up(clock.now)
+        ref_put.value += count
+        if step % 37 == 0:
+            clock.advance(rng.choice((0, 500, 10_000)))
+            for name, key, ref in (
+                (TOPIC_PUT_NUMS, "T", ref_nums),
+                (TOPIC_PUT_SIZE, "T", ref_size),
+                (BROKER_PUT_NUMS, "C", ref_broker),
+            ):
+                item = stats.item(name, key)
+                assert item is not None
+                for window in (0, 1, 2):
+                    assert item.snapshot(window, clock.now) == ref.snapshot(window, clock.now), (step, name)
+            ref_put.catch_up(clock.now)
+            expected_tps = [ref_put.tps(s) for s in (10, 60, 600)]
+            shown = stats.store_runtime_info()["putTps"].split(" ")
+            assert shown == ["" if t is None else repr(float(t)) for t in expected_tps], step
