@@ -69,13 +69,23 @@ def classpath(line: str) -> str:
 
 
 def command_line(
-    line: str, command: str, namesrv: str, home: Path, timeout: float, args: dict[str, ArgValue]
+    line: str,
+    command: str,
+    namesrv: str,
+    home: Path,
+    timeout: float,
+    args: dict[str, ArgValue],
+    *,
+    main_class: str = MAIN_CLASS,
+    heap_mb: int = 256,
 ) -> list[str]:
-    """The ``java`` command line of one scenario run."""
+    """The ``java`` command line of one scenario run; ``main_class`` names another program of
+    ``compat_tests/java`` that speaks the same arguments and events (``rmqcompat.FilterScenario``,
+    ``RequestReplyScenario``, ``TransactionScenario``)."""
     argv = [
         "java",
         "-Xms64m",
-        "-Xmx256m",
+        f"-Xmx{heap_mb}m",
         "-XX:+UseSerialGC",
         "-Dfile.encoding=UTF-8",
         f"-Duser.home={home}",
@@ -83,7 +93,7 @@ def command_line(
         "-Drocketmq.client.logLevel=INFO",
         "-cp",
         classpath(line),
-        MAIN_CLASS,
+        main_class,
         command,
         f"namesrv={namesrv}",
         f"timeout={timeout:g}",
@@ -141,8 +151,21 @@ def run_scenario(
     line: str, command: str, namesrv: str, home: Path, timeout: float, **args: ArgValue
 ) -> list[Event]:
     """Run one scenario to completion and return its events; raises :class:`ScenarioError`."""
+    return run_program(MAIN_CLASS, line, command, namesrv, home, timeout, args)
+
+
+def run_program(
+    main_class: str,
+    line: str,
+    command: str,
+    namesrv: str,
+    home: Path,
+    timeout: float,
+    args: dict[str, ArgValue],
+) -> list[Event]:
+    """:func:`run_scenario` for another program of ``compat_tests/java`` (see :func:`command_line`)."""
     home.mkdir(parents=True, exist_ok=True)
-    argv = command_line(line, command, namesrv, home, timeout, args)
+    argv = command_line(line, command, namesrv, home, timeout, args, main_class=main_class)
     stderr_path = _stderr_path(home, command)
     with stderr_path.open("wb") as err:
         try:
@@ -163,7 +186,7 @@ def run_scenario(
             ) from e
     events = parse_events(result.stdout.decode("utf-8", errors="replace"))
     if result.returncode != 0:
-        shown = " ".join(argv[argv.index(MAIN_CLASS) + 1 :])
+        shown = " ".join(argv[argv.index(main_class) + 1 :])
         raise ScenarioError(
             f"{command} ({line}) exited with {result.returncode}: {shown}",
             events,

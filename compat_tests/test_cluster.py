@@ -287,8 +287,9 @@ def test_compose_cluster(tmp_path: Path) -> None:
         line = CLIENT_LINES[-1]
         sent = of(run_scenario(line, "produce", namesrv, home, STEP_S, topic="Compose", count=100), "sent")
         assert {e["brokerName"] for e in sent} == set(BROKERS)
-        options = {"group": "compose", "topic": "Compose", "expect": 100}
-        events = run_scenario(line, "consume", namesrv, home, STEP_S, **options)
+        events = run_scenario(
+            line, "consume", namesrv, home, STEP_S, group="compose", topic="Compose", expect=100
+        )
         assert acknowledged(sent) <= {r["msgId"] for r in of(events, "received")}
     finally:
         subprocess.run(

@@ -14,7 +14,16 @@ from pathlib import Path
 import pytest
 
 from compat_tests.container_target import ContainerTarget
-from compat_tests.scenario import CLIENT_LINES, Event, ScenarioProcess, done, of, run_scenario, start_scenario
+from compat_tests.scenario import (
+    CLIENT_LINES,
+    ArgValue,
+    Event,
+    ScenarioProcess,
+    done,
+    of,
+    run_scenario,
+    start_scenario,
+)
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
@@ -78,7 +87,7 @@ def test_two_consumers_split_queues_and_one_takes_over(
 ) -> None:
     topic, group = f"CtSplit{short(line)}", f"ctSplit{short(line)}"
     produce(target, home, line, topic=topic, count=1, keys_prefix="warmup-")  # creates the topic
-    options = {"group": group, "topic": topic, "duration": 100}
+    options: dict[str, ArgValue] = {"group": group, "topic": topic, "duration": 100}
     a, b = (
         start_scenario(line, "consume", target.namesrv_addr, home, 120, instance=name, **options)
         for name in ("a", "b")

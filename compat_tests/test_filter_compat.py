@@ -14,13 +14,12 @@ Driven by ``rmqcompat.FilterScenario`` (``compat_tests/java/src/rmqcompat/Filter
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from compat_tests.scenario import CLIENT_LINES, Event, classpath, java_env, of, parse_events
+from compat_tests.scenario import CLIENT_LINES, ArgValue, Event, of, run_program
 from compat_tests.targets import Target, start_target
 
 pytestmark = pytest.mark.compat
@@ -87,30 +86,9 @@ def short(line: str) -> str:
     return line.replace(".", "")
 
 
-def run_filter_scenario(line: str, command: str, target: Target, home: Path, **args: object) -> list[Event]:
-    """One FilterScenario JVM run; its events (raises on a non-zero exit)."""
-    home.mkdir(parents=True, exist_ok=True)
-    argv = [
-        "java",
-        "-Xms64m",
-        "-Xmx256m",
-        "-XX:+UseSerialGC",
-        "-Dfile.encoding=UTF-8",
-        f"-Duser.home={home}",
-        f"-Drocketmq.client.logRoot={home / 'logs'}",
-        "-cp",
-        classpath(line),
-        MAIN_CLASS,
-        command,
-        f"namesrv={target.namesrv_addr}",
-        f"timeout={STEP_S:g}",
-        *(f"{k.replace('_', '-')}={v}" for k, v in args.items()),
-    ]
-    result = subprocess.run(argv, capture_output=True, env=java_env(), timeout=STEP_S + 60, check=False)
-    events = parse_events(result.stdout.decode("utf-8", errors="replace"))
-    stderr = result.stderr.decode("utf-8", errors="replace")[-3000:]
-    assert result.returncode == 0, f"{command} ({line}) exited {result.returncode}: {events[-3:]}\n{stderr}"
-    return events
+def run_filter_scenario(line: str, command: str, target: Target, home: Path, **args: ArgValue) -> list[Event]:
+    """One FilterScenario JVM run; its events (raises :class:`ScenarioError` on a non-zero exit)."""
+    return run_program(MAIN_CLASS, line, command, target.namesrv_addr, home, STEP_S, args)
 
 
 def produce_messages(target: Target, home: Path, line: str, topic: str) -> None:
@@ -153,7 +131,7 @@ def test_sql92_selects_exactly_the_matching_messages(
     home = tmp_path_factory.mktemp(f"clients-{filtering.name}-{short(line)}")
     topic = f"Sql92{short(line)}"
     produce_messages(filtering, home, line, topic)
-    args: dict[str, object] = {}
+    args: dict[str, ArgValue] = {}
     expected: dict[int, set[str]] = {}
     for k, (sql, selects) in enumerate(CASES):
         expected[k] = {f"m{i}" for i, (tag, props) in enumerate(MESSAGES) if selects(tag, props)}

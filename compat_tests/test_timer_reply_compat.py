@@ -13,13 +13,12 @@ Driven by ``rmqcompat.RequestReplyScenario``.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from compat_tests.scenario import Event, classpath, java_env, of, parse_events
+from compat_tests.scenario import ArgValue, Event, of, run_program
 from compat_tests.targets import Target, start_target
 
 pytestmark = pytest.mark.compat
@@ -35,29 +34,9 @@ def short(line: str) -> str:
     return line.replace(".", "")
 
 
-def run(line: str, command: str, target: Target, home: Path, **args: object) -> list[Event]:
-    home.mkdir(parents=True, exist_ok=True)
-    argv = [
-        "java",
-        "-Xms64m",
-        "-Xmx256m",
-        "-XX:+UseSerialGC",
-        "-Dfile.encoding=UTF-8",
-        f"-Duser.home={home}",
-        f"-Drocketmq.client.logRoot={home / 'logs'}",
-        "-cp",
-        classpath(line),
-        MAIN_CLASS,
-        command,
-        f"namesrv={target.namesrv_addr}",
-        f"timeout={STEP_S:g}",
-        *(f"{k.replace('_', '-')}={v}" for k, v in args.items()),
-    ]
-    result = subprocess.run(argv, capture_output=True, env=java_env(), timeout=STEP_S + 60, check=False)
-    events = parse_events(result.stdout.decode("utf-8", errors="replace"))
-    stderr = result.stderr.decode("utf-8", errors="replace")[-3000:]
-    assert result.returncode == 0, f"{command} ({line}) exited {result.returncode}: {events[-3:]}\n{stderr}"
-    return events
+def run(line: str, command: str, target: Target, home: Path, **args: ArgValue) -> list[Event]:
+    """One RequestReplyScenario JVM run; its events (raises :class:`ScenarioError` on a non-zero exit)."""
+    return run_program(MAIN_CLASS, line, command, target.namesrv_addr, home, STEP_S, args)
 
 
 @pytest.fixture(scope="module", params=TARGETS)

@@ -21,7 +21,16 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.scenario import CLIENT_LINES, Event, ScenarioProcess, classpath, java_env, of, parse_events
+from compat_tests.scenario import (
+    CLIENT_LINES,
+    ArgValue,
+    Event,
+    ScenarioProcess,
+    command_line,
+    java_env,
+    of,
+    parse_events,
+)
 from compat_tests.targets import Target, start_target
 
 pytestmark = pytest.mark.compat
@@ -41,23 +50,11 @@ def short(line: str) -> str:
     return line.replace(".", "")
 
 
-def java_argv(line: str, target: Target, home: Path, **args: object) -> list[str]:
-    return [
-        "java",
-        "-Xms64m",
-        "-Xmx512m",
-        "-XX:+UseSerialGC",
-        "-Dfile.encoding=UTF-8",
-        f"-Duser.home={home}",
-        f"-Drocketmq.client.logRoot={home / 'logs'}",
-        "-cp",
-        classpath(line),
-        MAIN_CLASS,
-        "tx",
-        f"namesrv={target.namesrv_addr}",
-        f"timeout={STEP_S:g}",
-        *(f"{k.replace('_', '-')}={v}" for k, v in args.items()),
-    ]
+def java_argv(line: str, target: Target, home: Path, **args: ArgValue) -> list[str]:
+    """The command line of one TransactionScenario run (a 4 MiB body: a larger heap)."""
+    return command_line(
+        line, "tx", target.namesrv_addr, home, STEP_S, args, main_class=MAIN_CLASS, heap_mb=512
+    )
 
 
 def expected(count: int, big: bool) -> tuple[dict[str, int], dict[str, int]]:
@@ -70,15 +67,23 @@ def expected(count: int, big: bool) -> tuple[dict[str, int], dict[str, int]]:
     return received, checks
 
 
-def assert_outcome(events: list[Event], count: int, *, big: bool) -> None:
+def assert_outcome(events: list[Event], count: int, *, big: bool, at_least_once: bool = False) -> None:
+    """Exactly the committed messages arrive and each is checked as planned; exactly once each,
+    or at least once with ``at_least_once`` (across a broker restart the real broker may check a
+    half message again, or redeliver what the consumer had not committed yet)."""
     assert not of(events, "error"), of(events, "error")
     sent = of(events, "sent")
     assert [e["status"] for e in sent] == ["SEND_OK"] * len(sent)
     assert len(sent) == count + (1 if big else 0)
     [done] = of(events, "done")
     want_received, want_checks = expected(count, big)
-    assert done["received"] == want_received
-    assert done["checks"] == want_checks
+    if at_least_once:
+        assert done["received"].keys() == want_received.keys(), done["received"]
+        assert done["checks"].keys() == want_checks.keys(), done["checks"]
+        assert all(done["checks"][i] >= n for i, n in want_checks.items()), done["checks"]
+    else:
+        assert done["received"] == want_received
+        assert done["checks"] == want_checks
     assert done["complete"] is True
     if big:
         [large] = [e for e in of(events, "received") if e["i"] == count]
@@ -126,7 +131,7 @@ def test_check_back_after_a_broker_restart(
     resume = home / "resume"
     argv = java_argv(
         line, tx_target, home, topic=f"TxR{short(line)}", group=f"txRPG{short(line)}",
-        cgroup=f"txRCG{short(line)}", count=5, resume_file=resume, settle_ms=6000,
+        cgroup=f"txRCG{short(line)}", count=5, resume_file=str(resume), settle_ms=6000,
     )  # fmt: skip
     (home / "logs").mkdir(parents=True, exist_ok=True)
     proc = ScenarioProcess(line, "tx", argv, home / "logs" / "tx.stderr", STEP_S)
@@ -139,7 +144,7 @@ def test_check_back_after_a_broker_restart(
         events = proc.wait(STEP_S + 30)
     finally:
         proc.stop()
-    assert_outcome(events, 5, big=False)
+    assert_outcome(events, 5, big=False, at_least_once=True)
 
 
 @pytest.fixture(scope="module")

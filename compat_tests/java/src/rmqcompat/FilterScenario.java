@@ -1,11 +1,10 @@
 package rmqcompat;
 
-import java.io.FileDescriptor;
-import java.io.FileOutputStream;
-import java.io.PrintStream;
+import static rmqcompat.Run.emit;
+import static rmqcompat.Run.event;
+
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.HashSet;
 import java.util.Map;
@@ -45,99 +44,28 @@ import org.apache.rocketmq.common.message.MessageExt;
  * passed (messages that should not match have that long to show up), or at the timeout.
  */
 public final class FilterScenario {
-    private static PrintStream out;
-
     private FilterScenario() {
     }
 
+    /** Runs one command; events and errors go out through {@link Run}, as {@link Scenario}'s do. */
     public static void main(String[] argv) {
-        out = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
-        System.setOut(System.err);
-        int code = 0;
-        try {
-            Map<String, String> args = new LinkedHashMap<>();
-            for (int i = 1; i < argv.length; i++) {
-                int eq = argv[i].indexOf('=');
-                args.put(argv[i].substring(0, eq), argv[i].substring(eq + 1));
-            }
-            if ("produce".equals(argv[0])) {
+        Run.main("FilterScenario", argv, FilterScenario::dispatch);
+    }
+
+    private static void dispatch(String command, Map<String, String> args) throws Exception {
+        switch (command) {
+            case "produce":
                 produce(args);
-            } else if ("consume".equals(argv[0])) {
+                break;
+            case "consume":
                 consume(args);
-            } else if ("litepull".equals(argv[0])) {
+                break;
+            case "litepull":
                 litePull(args);
-            } else {
-                throw new IllegalArgumentException("unknown command " + argv[0]);
-            }
-        } catch (Throwable e) {
-            Map<String, Object> ev = event("error");
-            ev.put("error", e.getClass().getName() + ": " + e.getMessage());
-            emit(ev);
-            e.printStackTrace();
-            code = 1;
+                break;
+            default:
+                throw new IllegalArgumentException("unknown command " + command);
         }
-        out.flush();
-        System.exit(code);
-    }
-
-    static Map<String, Object> event(String name) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("event", name);
-        return m;
-    }
-
-    static synchronized void emit(Map<String, Object> ev) {
-        StringBuilder sb = new StringBuilder("{");
-        boolean first = true;
-        for (Map.Entry<String, Object> e : ev.entrySet()) {
-            if (!first) {
-                sb.append(',');
-            }
-            first = false;
-            quote(sb, e.getKey());
-            sb.append(':');
-            value(sb, e.getValue());
-        }
-        out.println(sb.append('}'));
-    }
-
-    @SuppressWarnings("unchecked")
-    static void value(StringBuilder sb, Object v) {
-        if (v == null) {
-            sb.append("null");
-        } else if (v instanceof Number || v instanceof Boolean) {
-            sb.append(v);
-        } else if (v instanceof Map) {
-            sb.append('{');
-            boolean first = true;
-            for (Map.Entry<String, Object> e : ((Map<String, Object>) v).entrySet()) {
-                if (!first) {
-                    sb.append(',');
-                }
-                first = false;
-                quote(sb, e.getKey());
-                sb.append(':');
-                value(sb, e.getValue());
-            }
-            sb.append('}');
-        } else {
-            quote(sb, v.toString());
-        }
-    }
-
-    static void quote(StringBuilder sb, String s) {
-        sb.append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            if (c == '"' || c == '\\') {
-                sb.append('\\').append(c);
-            } else if (c < 0x20 || Character.isSurrogate(c) || c == 0x2028 || c == 0x2029) {
-                sb.append(String.format("\\u%04x", (int) c));
-            } else {
-                sb.append(c);
-            }
-        }
-        sb.append('"');
     }
 
     static void produce(Map<String, String> args) throws Exception {

@@ -1,11 +1,10 @@
 package rmqcompat;
 
-import java.io.FileDescriptor;
-import java.io.FileOutputStream;
-import java.io.PrintStream;
+import static rmqcompat.Run.emit;
+import static rmqcompat.Run.event;
+
 import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
@@ -35,51 +34,27 @@ import org.apache.rocketmq.common.message.MessageExt;
  * </pre>
  */
 public final class RequestReplyScenario {
-    private static PrintStream out;
     private static final java.util.concurrent.atomic.AtomicInteger REPLIED = new java.util.concurrent.atomic.AtomicInteger();
 
     private RequestReplyScenario() {
     }
 
+    /** Runs one command; events and errors go out through {@link Run}, as {@link Scenario}'s do. */
     public static void main(String[] argv) {
-        out = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
-        System.setOut(System.err);
-        int code = 0;
-        try {
-            Map<String, String> args = new LinkedHashMap<>();
-            for (int i = 1; i < argv.length; i++) {
-                int eq = argv[i].indexOf('=');
-                args.put(argv[i].substring(0, eq), argv[i].substring(eq + 1));
-            }
-            if ("reply".equals(argv[0])) {
+        Run.main("RequestReplyScenario", argv, RequestReplyScenario::dispatch);
+    }
+
+    private static void dispatch(String command, Map<String, String> args) throws Exception {
+        switch (command) {
+            case "reply":
                 reply(args);
-            } else if ("timer".equals(argv[0])) {
+                break;
+            case "timer":
                 timer(args);
-            } else {
-                throw new IllegalArgumentException("unknown command " + argv[0]);
-            }
-        } catch (Throwable e) {
-            Map<String, Object> ev = event("error");
-            ev.put("error", e.getClass().getName() + ": " + e.getMessage());
-            emit(ev);
-            e.printStackTrace();
-            code = 1;
+                break;
+            default:
+                throw new IllegalArgumentException("unknown command " + command);
         }
-        out.flush();
-        System.exit(code);
-    }
-
-    static Map<String, Object> event(String name) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("event", name);
-        return m;
-    }
-
-    static synchronized void emit(Map<String, Object> ev) {
-        StringBuilder sb = new StringBuilder();
-        Json.append(sb, ev);
-        out.println(sb);
-        out.flush();
     }
 
     static DefaultMQPushConsumer consumer(Map<String, String> args) throws Exception {

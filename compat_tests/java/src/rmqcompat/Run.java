@@ -7,6 +7,7 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
@@ -54,6 +55,33 @@ final class Run {
                 Thread.currentThread().interrupt();
             }
         }, "scenario-stop"));
+    }
+
+    /** One command of a program, given its key=value arguments. */
+    interface Command {
+        void run(String name, Map<String, String> arguments) throws Exception;
+    }
+
+    /**
+     * The whole {@code main} of the programs without a deadline of their own (FilterScenario,
+     * RequestReplyScenario, TransactionScenario): events to stdout, {@code argv[0]} the command,
+     * the rest key=value arguments; an exception becomes an "error" event and exit status 1.
+     */
+    static void main(String program, String[] argv, Command command) {
+        openOutput();
+        int code = 0;
+        try {
+            if (argv.length < 1) {
+                throw new IllegalArgumentException("usage: " + program + " COMMAND namesrv=HOST:PORT [key=value ...]");
+            }
+            args = parseArgs(Arrays.copyOfRange(argv, 1, argv.length));
+            command.run(argv[0], args);
+        } catch (Throwable e) {
+            error(e);
+            code = 1;
+        }
+        finish();
+        System.exit(code);
     }
 
     /** The command has shut its client down: flush the events and release the shutdown hook. */

@@ -1,12 +1,11 @@
 package rmqcompat;
 
-import java.io.FileDescriptor;
-import java.io.FileOutputStream;
-import java.io.PrintStream;
+import static rmqcompat.Run.emit;
+import static rmqcompat.Run.event;
+
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
@@ -41,49 +40,22 @@ import org.apache.rocketmq.common.message.MessageExt;
  * happened, plus settle-ms (for unexpected ones), or at the timeout.
  */
 public final class TransactionScenario {
-    private static PrintStream out;
     private static final Map<Integer, AtomicInteger> CHECKS = new ConcurrentHashMap<>();
     private static final Map<Integer, AtomicInteger> RECEIVED = new ConcurrentHashMap<>();
 
     private TransactionScenario() {
     }
 
+    /** Runs one command; events and errors go out through {@link Run}, as {@link Scenario}'s do. */
     public static void main(String[] argv) {
-        out = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
-        System.setOut(System.err);
-        int code = 0;
-        try {
-            Map<String, String> args = new LinkedHashMap<>();
-            for (int i = 1; i < argv.length; i++) {
-                int eq = argv[i].indexOf('=');
-                args.put(argv[i].substring(0, eq), argv[i].substring(eq + 1));
-            }
-            if (!"tx".equals(argv[0])) {
-                throw new IllegalArgumentException("unknown command " + argv[0]);
-            }
-            run(args);
-        } catch (Throwable e) {
-            Map<String, Object> ev = event("error");
-            ev.put("error", e.getClass().getName() + ": " + e.getMessage());
-            emit(ev);
-            e.printStackTrace();
-            code = 1;
+        Run.main("TransactionScenario", argv, TransactionScenario::dispatch);
+    }
+
+    private static void dispatch(String command, Map<String, String> args) throws Exception {
+        if (!"tx".equals(command)) {
+            throw new IllegalArgumentException("unknown command " + command);
         }
-        out.flush();
-        System.exit(code);
-    }
-
-    static Map<String, Object> event(String name) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("event", name);
-        return m;
-    }
-
-    static synchronized void emit(Map<String, Object> ev) {
-        StringBuilder sb = new StringBuilder();
-        Json.append(sb, ev);
-        out.println(sb);
-        out.flush();
+        run(args);
     }
 
     /** How many checks message i gets before its final answer, and that answer. */
