@@ -14,6 +14,10 @@ Spark cases (``local[N]``, one Python worker per core, Arrow batches):
   process: what one Python worker can do, the bound of each Spark task.
 
 each with ``includeBody`` false and true.
+
+For the Spark cases the CPU time of the JVM (``local`` mode: driver and executor) and of the
+Python workers it forks is read from ``/proc`` (Linux) around the action: where each message's CPU
+goes, and whether the run got the cores it asked for (a shared machine may not give them).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ logger = logging.getLogger(__name__)
 
 RAW_BUFFER_BYTES = 8 * 1024 * 1024  # one readinto per 8 MiB: large enough that syscalls do not count
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100  # /proc/PID/stat time unit
 
 
 @dataclass
@@ -39,6 +44,8 @@ class Measure:
     cache: str  # "cold" (page cache dropped before) or "warm"
     seconds: float
     rows: int
+    jvm_cpu_s: float | None = None
+    python_cpu_s: float | None = None
 
     def row(self, data_bytes: int) -> dict[str, Any]:
         return {
@@ -49,6 +56,8 @@ class Measure:
             "rows": self.rows,
             "rows_per_s": self.rows / self.seconds,
             "mb_per_s": data_bytes / 1e6 / self.seconds,
+            "jvm_cpu_s": self.jvm_cpu_s,
+            "python_cpu_s": self.python_cpu_s,
         }
 
 
@@ -109,20 +118,64 @@ def spark_session(cores: int) -> Any:
     return session
 
 
+def _cpu_s(pid: int) -> float:
+    """utime + stime of ``pid`` and of its waited-for children (``/proc/PID/stat`` fields 14-17)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(f) for f in fields[11:15]) / CLOCK_TICKS
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            out += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return out
+
+
+def process_tree_cpu(root: int) -> dict[int, float]:
+    """CPU seconds of ``root`` and every descendant still alive (empty when ``/proc`` lacks them)."""
+    cpu: dict[int, float] = {}
+    stack = [root]
+    while stack:
+        pid = stack.pop()
+        try:
+            cpu[pid] = _cpu_s(pid)
+            stack += _children(pid)
+        except OSError:
+            continue
+    return cpu
+
+
+def jvm_pid(session: Any) -> int:
+    """The JVM PySpark launched (``spark-submit`` execs ``java``, so the gateway process is the JVM)."""
+    return int(session.sparkContext._gateway.proc.pid)
+
+
 def spark_case(session: Any, root: Path, case: str, include_body: bool, cold: bool) -> Measure:
     """``count`` or ``scan`` (noop write) of the whole store through Spark."""
     df = session.read.format("rocketmq").option("includeBody", str(include_body).lower()).load(str(root))
     if cold:
         drop_caches()
+    jvm = jvm_pid(session)
+    before = process_tree_cpu(jvm)
     start = time.perf_counter()
     if case == "count":
         rows = df.count()
     elif case == "scan":
         df.write.format("noop").mode("overwrite").save()
-        rows = -1  # the noop sink does not count; filled in from the count case by the caller
+        rows = -1  # the noop sink does not count; the caller knows how many messages there are
     else:
         raise ValueError(case)
-    return Measure(case, include_body, "cold" if cold else "warm", time.perf_counter() - start, rows)
+    seconds = time.perf_counter() - start
+    after = process_tree_cpu(jvm)
+    measure = Measure(case, include_body, "cold" if cold else "warm", seconds, rows)
+    if jvm in before and jvm in after:
+        # A worker that exited meanwhile moved its CPU into its parent's (waited-for) children time.
+        measure.jvm_cpu_s = after[jvm] - before[jvm]
+        measure.python_cpu_s = sum(v - before.get(pid, 0.0) for pid, v in after.items() if pid != jvm)
+    return measure
 
 
 def warm_up_reader(root: Path) -> None:

@@ -1,7 +1,8 @@
 """Summary of a Spark benchmark run: medians per case, ratios to the raw read, JSON and markdown.
 
 The ratio of a Spark case is its MB/s over the raw read's MB/s *in the same page-cache state*
-(cold to cold, warm to warm), from the same run on the same files.
+(cold to cold, warm to warm), from the same run on the same files. The CPU columns split each
+Spark case's CPU per message between the JVM and the Python workers (:mod:`bench.spark.cases`).
 """
 
 from __future__ import annotations
@@ -42,9 +43,27 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "mb_per_s_min": min(r["mb_per_s"] for r in group),
                 "mb_per_s_max": max(r["mb_per_s"] for r in group),
                 "ratio_to_raw": mb / raw[cache] if cache in raw else None,
+                **_cpu(group),
             }
         )
     return out
+
+
+def _cpu(group: list[dict[str, Any]]) -> dict[str, float | None]:
+    """Medians of CPU microseconds per message in the JVM and the Python workers, and of the
+    cores kept busy (CPU seconds over wall seconds); None when not measured."""
+    timed = [r for r in group if r.get("jvm_cpu_s") is not None and r["rows"]]
+    if not timed:
+        return {"jvm_cpu_us_per_row": None, "python_cpu_us_per_row": None, "cores_busy": None}
+    return {
+        "jvm_cpu_us_per_row": statistics.median(r["jvm_cpu_s"] / r["rows"] * 1e6 for r in timed),
+        "python_cpu_us_per_row": statistics.median(r["python_cpu_s"] / r["rows"] * 1e6 for r in timed),
+        "cores_busy": statistics.median((r["jvm_cpu_s"] + r["python_cpu_s"]) / r["seconds"] for r in timed),
+    }
+
+
+def _num(value: float | None, digits: int) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
 
 
 def markdown(meta: dict[str, Any], summary: list[dict[str, Any]]) -> str:
@@ -58,14 +77,28 @@ def markdown(meta: dict[str, Any], summary: list[dict[str, Any]]) -> str:
         f"on {meta['cpus']} CPUs; {meta['rounds']} round(s), medians (min-max of MB/s). "
         f"Page cache: {meta['cache_note']}",
         "",
-        "| case | includeBody | cache | rows/s | MB/s (min-max) | vs raw read |",
-        "|---|---|---|---:|---:|---:|",
+        "| case | includeBody | cache | rows/s | MB/s (min-max) | vs raw read "
+        "| CPU µs/msg JVM + Python | cores busy |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
     ]
     for s in summary:
         body = "-" if s["include_body"] is None else str(s["include_body"]).lower()
         rows = "-" if s["case"] == "raw read" else f"{s['rows_per_s']:,.0f}"
         ratio = "-" if s["ratio_to_raw"] is None or s["case"] == "raw read" else f"{s['ratio_to_raw']:.2f}"
         span = f"{s['mb_per_s']:,.1f} ({s['mb_per_s_min']:,.1f}-{s['mb_per_s_max']:,.1f})"
-        lines.append(f"| {LABELS[s['case']]} | {body} | {s['cache']} | {rows} | {span} | {ratio} |")
-    lines += ["", f"Build of the store: {meta['build_s']:.1f} s (not measured against anything).", ""]
+        cpu = "-"
+        if s["jvm_cpu_us_per_row"] is not None:
+            cpu = f"{s['jvm_cpu_us_per_row']:.1f} + {s['python_cpu_us_per_row']:.1f}"
+        busy = _num(s["cores_busy"], 2)
+        lines.append(
+            f"| {LABELS[s['case']]} | {body} | {s['cache']} | {rows} | {span} | {ratio} | {cpu} | {busy} |"
+        )
+    lines += [
+        "",
+        "CPU µs/msg: CPU time of the Spark JVM (driver and executor in `local` mode) and of its Python",
+        "workers per message, from `/proc`. Cores busy: that CPU time over wall time; below the cores",
+        "asked for, the machine did not give them (shared) or the job could not use them.",
+        f"Build of the store: {meta['build_s']:.1f} s (not measured against anything).",
+        "",
+    ]
     return "\n".join(lines)

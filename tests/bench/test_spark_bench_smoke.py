@@ -5,6 +5,7 @@ page cache), through the real command line."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +50,10 @@ def test_smoke_run_of_every_case(tmp_path: Path) -> None:
         if key != ("raw read", None):
             assert s["rows_per_s"] == pytest.approx(meta["messages"] / s["seconds"]), s
             assert 0 < s["ratio_to_raw"] == pytest.approx(s["mb_per_s"] / raw["mb_per_s"]), s
+        if key[0] in ("count", "scan"):  # CPU split of the Spark cases, from /proc
+            assert s["python_cpu_us_per_row"] > 0, s  # the decoding happens in the Python workers
+            assert s["jvm_cpu_us_per_row"] > 0, s
+            assert 0 < s["cores_busy"] <= (os.cpu_count() or 1) + 0.5, s  # CPU time over wall time
     assert all(r["rows"] == meta["messages"] for r in result["runs"] if r["case"] != "raw read")
     table = (tmp_path / "smoke.md").read_text()
     assert "| raw sequential read (8 MiB readinto) | - | warm |" in table
