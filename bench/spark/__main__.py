@@ -108,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     cold = not args.no_cold and cases.can_drop_caches()
+    load_before = os.getloadavg()[0]
     parent = None if args.store is not None else Path(tempfile.mkdtemp(prefix="rmq-spark-bench-"))
     root = args.store if args.store is not None else parent / "store"  # type: ignore[operator]
     try:
@@ -133,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         "cpus": os.cpu_count(),
         "spark": version,
         "python": platform.python_version(),
+        "load_avg_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],  # at start, at end
         "cache_note": (
             "cold rows read after `echo 1 > /proc/sys/vm/drop_caches`; "
             "warm rows with the files in the page cache."

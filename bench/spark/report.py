@@ -75,7 +75,8 @@ def markdown(meta: dict[str, Any], summary: list[dict[str, Any]]) -> str:
         f"{meta['data_bytes'] / 2**20:,.0f} MiB of commit log in {meta['segments']} segments, "
         f"{meta['topics']} topics x {meta['queues']} queues. Spark {meta['spark']} `local[{meta['cores']}]` "
         f"on {meta['cpus']} CPUs; {meta['rounds']} round(s), medians (min-max of MB/s). "
-        f"Page cache: {meta['cache_note']}",
+        f"Page cache: {meta['cache_note']} Machine load (1-min average) at start and end: "
+        f"{meta['load_avg_1min'][0]} and {meta['load_avg_1min'][1]}.",
         "",
         "| case | includeBody | cache | rows/s | MB/s (min-max) | vs raw read "
         "| CPU µs/msg JVM + Python | cores busy |",
