@@ -11,11 +11,13 @@ store's bytes into a live directory the way the broker's put would.
 from __future__ import annotations
 
 import itertools
+import logging
 import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
@@ -27,34 +29,65 @@ from spark.source import MESSAGE_SCHEMA, StoreStreamReader
 from store.message_store import MessageStore
 from tests.spark.stores import SEGMENT, Clock, build_store, small_config, write_messages
 
+logger = logging.getLogger(__name__)
+
 PARTITION_BYTES = "16384"  # several partitions per micro-batch
 
 
-def start_query(
-    session: SparkSession, root: Path, out: Path, checkpoint: Path, **options: str
-) -> StreamingQuery:
+# PythonStreamingSourceRunner starts the stream reader's Python process through
+# PythonWorkerFactory.createSimpleWorker, which waits a hard-coded 10 s for it to connect back.
+# On the loaded CI machine (JVM brokers of other suites on 2 cores) that start has taken longer
+# and the query died while INITIALIZING, before reading anything. Such a query is started again
+# from its checkpoint (what a user's scheduler would do), at most START_ATTEMPTS times.
+START_ATTEMPTS = 3
+CONNECT_BACK_FAILURE = "Python worker failed to connect back"
+
+
+class Stream:
     """A query copying the stream's keys into Parquet files under ``out`` (an exactly-once sink)."""
-    stream = (
-        session.readStream.format("rocketmq")
-        .option("maxBytesPerPartition", PARTITION_BYTES)
-        .options(**options)
-        .load(str(root))
-    )
-    return (
-        stream.select("uniq_key", "commit_log_offset", "topic")
-        .writeStream.format("parquet")
-        .option("path", str(out))
-        .option("checkpointLocation", str(checkpoint))
-        .start()
-    )
+
+    def __init__(self, session: SparkSession, root: Path, out: Path, checkpoint: Path, **options: str):
+        self.session, self.root, self.out, self.checkpoint = session, root, out, checkpoint
+        self.options = {"maxBytesPerPartition": PARTITION_BYTES, **options}
+        self.query: StreamingQuery | None = None
+
+    def start(self) -> None:
+        self.query = (
+            self.session.readStream.format("rocketmq")
+            .options(**self.options)
+            .load(str(self.root))
+            .select("uniq_key", "commit_log_offset", "topic")
+            .writeStream.format("parquet")
+            .option("path", str(self.out))
+            .option("checkpointLocation", str(self.checkpoint))
+            .start()
+        )
+
+    def process_all_available(self) -> None:
+        for attempt in range(1, START_ATTEMPTS + 1):
+            assert self.query is not None
+            try:
+                self.query.processAllAvailable()
+                return
+            except StreamingQueryException as err:
+                never_ran = self.query.lastProgress is None
+                if attempt == START_ATTEMPTS or not never_ran or CONNECT_BACK_FAILURE not in str(err):
+                    raise
+            logger.warning("query died initializing (attempt %d): %s", attempt, CONNECT_BACK_FAILURE)
+            self.start()
+
+    def stop(self) -> None:
+        if self.query is not None:
+            self.query.stop()
 
 
 @contextmanager
-def running(query: StreamingQuery) -> Iterator[StreamingQuery]:
+def running(stream: Stream) -> Iterator[Stream]:
+    stream.start()
     try:
-        yield query
+        yield stream
     finally:
-        query.stop()
+        stream.stop()
 
 
 def written(session: SparkSession, out: Path) -> list[str]:
@@ -78,20 +111,20 @@ def test_stream_follows_appends_exactly_once_across_restart(session: SparkSessio
     store.open()
     try:
         expected = write_messages(store, clock, 0, 50)
-        with running(start_query(session, root, out, checkpoint)) as query:
-            query.processAllAvailable()
+        with running(Stream(session, root, out, checkpoint)) as query:
+            query.process_all_available()
             assert sorted(written(session, out)) == sorted(e["uniq_key"] for e in expected)
             expected += write_messages(store, clock, 50, 150)
             assert store.max_phy_offset > SEGMENT  # the query ran while the log rolled a segment
             tear_tail(store)
-            query.processAllAvailable()
+            query.process_all_available()
             assert sorted(written(session, out)) == sorted(e["uniq_key"] for e in expected)
         expected += write_messages(store, clock, 200, 120)  # the first overwrites the torn bytes
         assert store.max_phy_offset > 2 * SEGMENT  # and another roll while the query was stopped
     finally:
         store.close()
-    with running(start_query(session, root, out, checkpoint)) as query:
-        query.processAllAvailable()
+    with running(Stream(session, root, out, checkpoint)) as query:
+        query.process_all_available()
     got = written(session, out)
     assert len(got) == len(set(got)) == 320
     assert sorted(got) == sorted(e["uniq_key"] for e in expected)
@@ -138,14 +171,14 @@ def test_record_copied_front_to_back_is_emitted_only_when_complete(
     # includeBody=false: checkCRC is off for the read, but the tail's BODYCRC is still checked.
     options = {"includeBody": "false"}
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
-    with running(start_query(session, live, out, checkpoint, **options)) as query:
-        query.processAllAvailable()
+    with running(Stream(session, live, out, checkpoint, **options)) as query:
+        query.process_all_available()
         assert sorted(written(session, out)) == orders[:29]
         copy_to(data, target, in_body, in_props)  # lengths and body in place, properties half
-        query.processAllAvailable()
+        query.process_all_available()
         assert sorted(written(session, out)) == orders[:29]
         copy_to(data, target, in_props, end)
-        query.processAllAvailable()
+        query.process_all_available()
         assert sorted(written(session, out)) == orders
 
 
