@@ -15,7 +15,8 @@ directory is read with ``spark.read.format("rocketmq")`` in ``local[2]`` mode:
 * :func:`test_offsets_show_the_group_caught_up`: ``format("rocketmq.offsets")`` gives the group's
   committed offset == max offset (lag 0) on every queue that holds messages;
 * :func:`test_topic_latency_job`: ``spark/examples/topic_latency.py`` on that store writes Parquet
-  equal to the same statistics computed in plain Python from the consumer's events.
+  equal to the same statistics computed in plain Python from the consumer's events (and, for our
+  target, the README's command line ``python -m spark.examples.topic_latency`` writes the same).
 
 Store directories: ours is the ``--store`` given to the gateway (``GatewayTarget``: ``<workdir>/store``),
 the real broker's is ``storePathRootDir`` of its ``broker.conf`` (``ReferenceServers.store``).
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -71,6 +73,10 @@ SAME_FIELDS = {
 }  # fmt: skip
 COMPRESSED_FLAG = 0x1  # MessageSysFlag.COMPRESSED_FLAG
 BIG_BODY_INLINE = 1000  # Run.BIG_BODY_INLINE: longer bodies are reported as bodyLen + bodySha1
+
+
+REPO = Path(__file__).resolve().parent.parent
+JOB_TIMEOUT_S = 420  # a second JVM and Python workers: ~200 s seen at load average 20 on 2 cores
 
 
 @dataclass
@@ -228,3 +234,15 @@ def test_topic_latency_job(session: SparkSession, stopped: StoppedRun, tmp_path:
     for g, w in zip(got, want, strict=True):
         assert g[:4] == w[:4]  # topic, minute, messages, bytes
         assert g[4:] == pytest.approx(w[4:])  # p50, p99 latency (ms)
+    if stopped.target == "gateway":
+        # The README's command line, once: the same table from a separate process.
+        cli_out = tmp_path / "latency-cli"
+        argv = [sys.executable, "-m", "spark.examples.topic_latency", str(stopped.store), str(cli_out)]
+        done = subprocess.run(
+            [*argv, "--master", "local[1]"], cwd=REPO, capture_output=True, text=True, timeout=JOB_TIMEOUT_S
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert f"rows (topic x minute) written to {cli_out}" in done.stdout
+        assert sorted(session.read.parquet(str(cli_out)).collect()) == sorted(
+            session.read.parquet(str(out)).collect()
+        )
