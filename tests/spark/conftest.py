@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 import spark
-from tests.spark.stores import build_store
+from tests.spark.stores import Expected, build_store
 
 # Python workers must import the same packages as the driver (they otherwise use the system Python).
 os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -43,6 +43,6 @@ def session() -> Iterator[SparkSession]:
 
 
 @pytest.fixture(scope="session")
-def our_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]:
+def our_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Expected]]:
     root = tmp_path_factory.mktemp("store") / "broker-a"
     return root, build_store(root)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import zlib
 from pathlib import Path
+from typing import Any
 
 from codec.message import MessageRecord, MessageSysFlag
 from codec.properties import KEYS, TAGS, UNIQ_KEY, encode_properties
@@ -11,6 +12,7 @@ from store.config import StoreConfig
 from store.message_store import MessageStore
 
 SEGMENT = 64 * 1024  # small commit-log files so that a few hundred messages roll several times
+Expected = dict[str, Any]  # what a reader must see for one message (write_messages)
 BASE_MS = 1_700_000_000_000  # store clock of message 0; message i is stored at BASE_MS + i * 1000
 
 
@@ -68,7 +70,7 @@ def make_message(i: int, topic: str = "Orders", queue_id: int | None = None) -> 
 
 def write_messages(
     store: MessageStore, clock: Clock, first: int, count: int, topic: str = "Orders"
-) -> list[dict]:
+) -> list[Expected]:
     """Put messages ``first .. first+count-1``; returns what a reader must see for each."""
     expected = []
     for i in range(first, first + count):
@@ -90,7 +92,7 @@ def write_messages(
     return expected
 
 
-def build_store(root: Path, count: int = 300) -> list[dict]:
+def build_store(root: Path, count: int = 300) -> list[Expected]:
     """A closed store with ``count`` Orders messages, 20 Audit messages and 5 in a system topic."""
     clock = Clock()
     with MessageStore(small_config(root), clock=clock) as store:

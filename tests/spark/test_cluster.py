@@ -26,6 +26,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from gateway.testing.ports import free_port
+from tests.spark.stores import Expected
 from tests.spark.test_reader import GOLDEN
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
@@ -116,7 +117,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 def test_read_on_standalone_cluster_equals_local(
-    cluster: Cluster, session: SparkSession, our_store: tuple[Path, list[dict[str, object]]]
+    cluster: Cluster, session: SparkSession, our_store: tuple[Path, list[Expected]]
 ) -> None:
     stores = [str(our_store[0]), str(GOLDEN)]
     try:

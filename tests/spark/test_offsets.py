@@ -7,8 +7,12 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from tests.spark.stores import Expected
 
-def test_offsets_and_lag(session: SparkSession, our_store: tuple[Path, list[dict]], tmp_path: Path) -> None:
+
+def test_offsets_and_lag(
+    session: SparkSession, our_store: tuple[Path, list[Expected]], tmp_path: Path
+) -> None:
     root = tmp_path / "store"
     shutil.copytree(our_store[0], root)
     per_queue: dict[int, int] = {}

@@ -6,18 +6,19 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrameReader, Row, SparkSession
 from pyspark.sql import functions as F
 
 from spark.scan import DEFAULT_MAX_BYTES_PER_PARTITION
-from tests.spark.stores import BASE_MS
+from tests.spark.stores import BASE_MS, Expected
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "store" / "real-5.3.3"
 
 
-def by_offset(rows: list) -> dict[tuple[int, int], dict]:
+def by_offset(rows: list[Row]) -> dict[tuple[int, int], dict[str, Any]]:
     return {(r["queue_id"], r["queue_offset"]): r.asDict() for r in rows}
 
 
@@ -43,7 +44,7 @@ def test_real_broker_store_matches_what_was_sent(session: SparkSession) -> None:
         assert row["store_timestamp"] >= row["born_timestamp"]
 
 
-def test_our_store_every_column(session: SparkSession, our_store: tuple[Path, list[dict]]) -> None:
+def test_our_store_every_column(session: SparkSession, our_store: tuple[Path, list[Expected]]) -> None:
     root, expected = our_store
     df = session.read.format("rocketmq").load(str(root))
     assert df.schema.fieldNames()[:3] == ["broker", "topic", "queue_id"]
@@ -68,10 +69,10 @@ def test_our_store_every_column(session: SparkSession, our_store: tuple[Path, li
         assert r["msg_id"] == f"7F000001{10911:08X}{e['commit_log_offset']:016X}"
 
 
-def test_options_select_rows(session: SparkSession, our_store: tuple[Path, list[dict]]) -> None:
+def test_options_select_rows(session: SparkSession, our_store: tuple[Path, list[Expected]]) -> None:
     root, expected = our_store
 
-    def read():  # a DataFrameReader keeps its options: one per query
+    def read() -> DataFrameReader:  # a DataFrameReader keeps its options: one per query
         return session.read.format("rocketmq")
 
     assert read().option("topics", "Audit").load(str(root)).count() == 20
@@ -89,7 +90,7 @@ def test_options_select_rows(session: SparkSession, our_store: tuple[Path, list[
 
 
 def test_partitions_split_segments_at_record_boundaries(
-    session: SparkSession, our_store: tuple[Path, list[dict]]
+    session: SparkSession, our_store: tuple[Path, list[Expected]]
 ) -> None:
     root, _expected = our_store
     whole = session.read.format("rocketmq").load(str(root))
@@ -101,7 +102,9 @@ def test_partitions_split_segments_at_record_boundaries(
     assert DEFAULT_MAX_BYTES_PER_PARTITION == 128 * 1024 * 1024
 
 
-def test_pushed_filters_and_pruned_columns(session: SparkSession, our_store: tuple[Path, list[dict]]) -> None:
+def test_pushed_filters_and_pruned_columns(
+    session: SparkSession, our_store: tuple[Path, list[Expected]]
+) -> None:
     root, expected = our_store
     pushed = session.read.format("rocketmq").option("pushFilters", "true").load(str(root))
     plain = session.read.format("rocketmq").load(str(root))
@@ -125,7 +128,9 @@ def test_pushed_filters_and_pruned_columns(session: SparkSession, our_store: tup
     assert all(v > 0 for v in sizes.values())
 
 
-def test_several_stores_by_list_and_glob(session: SparkSession, our_store: tuple[Path, list[dict]]) -> None:
+def test_several_stores_by_list_and_glob(
+    session: SparkSession, our_store: tuple[Path, list[Expected]]
+) -> None:
     root, expected = our_store
     both = session.read.format("rocketmq").load([str(root), str(GOLDEN)])
     assert both.select("broker").distinct().count() == 2

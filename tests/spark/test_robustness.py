@@ -15,7 +15,7 @@ from pyspark.sql.types import StructType
 from spark.columns import Projection, RowFilter
 from spark.scan import plan_ranges, read_range
 from spark.source import MESSAGE_SCHEMA, arrow_schema
-from tests.spark.stores import SEGMENT
+from tests.spark.stores import SEGMENT, Expected
 
 
 def scan(root: Path) -> tuple[list[str], dict[str, int]]:
@@ -30,7 +30,7 @@ def scan(root: Path) -> tuple[list[str], dict[str, int]]:
 
 
 @pytest.fixture
-def copy(tmp_path: Path, our_store: tuple[Path, list[dict]]) -> Path:
+def copy(tmp_path: Path, our_store: tuple[Path, list[Expected]]) -> Path:
     target = tmp_path / "store"
     shutil.copytree(our_store[0], target)
     return target
@@ -40,24 +40,26 @@ def last_segment(root: Path) -> Path:
     return sorted((root / "commitlog").iterdir())[-1]
 
 
-def record_at(expected: list[dict], index: int) -> tuple[int, int]:
+def record_at(expected: list[Expected], index: int) -> tuple[int, int]:
     """(segment-relative position, global offset) of expected message ``index``."""
     offset = expected[index]["commit_log_offset"]
     return offset % SEGMENT, offset
 
 
-def in_order(expected: list[dict]) -> list[dict]:
+def in_order(expected: list[Expected]) -> list[Expected]:
     return sorted(expected, key=lambda e: e["commit_log_offset"])
 
 
-def test_clean_store_skips_nothing(copy: Path, our_store: tuple[Path, list[dict]]) -> None:
+def test_clean_store_skips_nothing(copy: Path, our_store: tuple[Path, list[Expected]]) -> None:
     keys, stats = scan(copy)
     assert len(keys) == len(our_store[1]) + 5
     assert stats.get("skipped_bytes", 0) == 0
     assert len(list((copy / "commitlog").iterdir())) >= 3  # rolled segments are followed
 
 
-def test_torn_tail(copy: Path, our_store: tuple[Path, list[dict]], caplog: pytest.LogCaptureFixture) -> None:
+def test_torn_tail(
+    copy: Path, our_store: tuple[Path, list[Expected]], caplog: pytest.LogCaptureFixture
+) -> None:
     full, _ = scan(copy)
     seg = last_segment(copy)
     data = bytearray(seg.read_bytes())
@@ -80,7 +82,7 @@ def test_torn_tail(copy: Path, our_store: tuple[Path, list[dict]], caplog: pytes
 
 @pytest.mark.parametrize("damage", ["bad-magic", "bad-crc", "zero-hole", "bad-size"])
 def test_corrupt_record_stops_at_the_valid_end(
-    copy: Path, our_store: tuple[Path, list[dict]], damage: str, session: SparkSession
+    copy: Path, our_store: tuple[Path, list[Expected]], damage: str, session: SparkSession
 ) -> None:
     ordered = in_order(our_store[1])
     victim = ordered[-10]  # in the last segment, with whole records after it
