@@ -97,6 +97,8 @@ class Broker:
             self.store,
             self.hold,
             self.messages.put,
+            put_nowait=self.messages.put_nowait,
+            wait_flushed=self.messages.wait_flushed if self.messages.sync_flush else None,
             on_topics_changed=self._topics_changed,
             on_groups_changed=self._groups_changed,
         )

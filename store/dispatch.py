@@ -122,17 +122,17 @@ def dispatch_of(
     """The dispatch request of a decoded (or just encoded) record."""
     if props is None:
         props = decode_properties(record.properties)
-    return DispatchRequest(
-        topic=record.topic,
-        queue_id=record.queue_id,
-        commit_log_offset=commit_log_offset,
-        msg_size=size,
-        tags_code=compute_tags_code(record.topic, props, record.store_timestamp, delay_levels_ms),
-        store_timestamp=record.store_timestamp,
-        queue_offset=record.queue_offset,
-        keys=props.get(KEYS),
-        uniq_key=props.get(UNIQ_KEY),
-        sys_flag=record.sys_flag,
+    return DispatchRequest(  # positional: once per stored record
+        record.topic,
+        record.queue_id,
+        commit_log_offset,
+        size,
+        compute_tags_code(record.topic, props, record.store_timestamp, delay_levels_ms),
+        record.store_timestamp,
+        record.queue_offset,
+        props.get(KEYS),
+        props.get(UNIQ_KEY),
+        record.sys_flag,
     )
 
 

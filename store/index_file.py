@@ -150,8 +150,9 @@ class IndexFile:
             self.index_count,
         )
 
-    def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
-        """Add an entry (``IndexFile.putKey``); False when the file is full."""
+    def put_key(self, key: str, phy_offset: int, store_timestamp: int, *, header: bool = True) -> bool:
+        """Add an entry (``IndexFile.putKey``); False when the file is full. ``header=False``
+        leaves the header in the map to the caller (one write for all keys of a record)."""
         if self.index_count >= self.index_num:
             return False
         mm = self.mf.mm
@@ -179,7 +180,8 @@ class IndexFile:
         self.index_count = count + 1
         self.end_phy_offset = phy_offset
         self.end_timestamp = store_timestamp
-        self.write_header()
+        if header:
+            self.write_header()
         return True
 
     def reserve_entries(self, count: int) -> None:
@@ -310,9 +312,11 @@ class IndexService:
         f = self.writable_file()
         for key in keys:
             full = f"{topic}#{key}"
-            if not f.put_key(full, phy_offset, store_timestamp):
+            if not f.put_key(full, phy_offset, store_timestamp, header=False):
+                f.write_header()
                 f = self.writable_file()
-                f.put_key(full, phy_offset, store_timestamp)
+                f.put_key(full, phy_offset, store_timestamp, header=False)
+        f.write_header()  # once per record, as Java's header is current after each putKey returns
 
     def query(self, topic: str, key: str, max_num: int, begin: int, end: int) -> tuple[list[int], int, int]:
         """Offsets of ``key`` newest first, and the last file's end timestamp and end offset

@@ -20,8 +20,10 @@ A failed check raises :class:`SendError`, which the dispatcher answers with its 
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
+from collections.abc import Awaitable
 
 from broker.controller import BrokerController
 from broker.schedule import apply_delay_level
@@ -41,7 +43,7 @@ from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.errors import MessageFormatError, RocketMQError
 from codec.hashing import java_hashmap_order
-from codec.headers.send import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
+from codec.headers.send import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from codec.message import MessageRecord, MessageSysFlag
 from codec.message_id import encode_offset_msg_id
 from codec.properties import (
@@ -96,7 +98,12 @@ class SendError(RocketMQError):
 
 def encode_java_order(props: dict[str, str]) -> str:
     """The properties string as the Java broker writes it: its ``HashMap(128)`` iteration order."""
-    return encode_properties({k: props[k] for k in java_hashmap_order(list(props), _PROPERTIES_MAP_CAPACITY)})
+    return encode_properties({k: props[k] for k in _java_order(tuple(props))})
+
+
+@functools.lru_cache(maxsize=1024)  # a producer sends the same property names message after message
+def _java_order(names: tuple[str, ...]) -> list[str]:
+    return java_hashmap_order(list(names), _PROPERTIES_MAP_CAPACITY)
 
 
 class SendMessageProcessor:
@@ -117,26 +124,44 @@ class SendMessageProcessor:
 
     # -- SEND_MESSAGE / V2 / BATCH ---------------------------------------------------------------
 
-    async def send_v2(
+    def send_v2(
         self, ctx: RequestContext, request: RemotingCommand, header: SendMessageRequestHeaderV2
-    ) -> RemotingCommand:
-        return await self.send(ctx, request, header.to_v1())
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        return self.send(ctx, request, header.to_v1())
 
-    async def send(
+    def send(
         self, ctx: RequestContext, request: RemotingCommand, header: SendMessageRequestHeader
-    ) -> RemotingCommand:
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        """The answer, or under ``SYNC_FLUSH`` an awaitable of it (the put waits for its fsync).
+
+        Not a coroutine function on purpose: under ``ASYNC_FLUSH`` nothing waits, and the
+        connection answers a plain return inline instead of starting a task for it."""
         topic_config, queue_id = self._check(ctx, header)
         if header.batch:
-            records, props_list, batch_uniq = self._batch_records(
-                ctx, request, header, topic_config, queue_id
-            )
-            result = await self.broker.put_messages(records, props_list)
-            return self._response(request, records, result, records[0].queue_id, batch_uniq)
-        record, props = self._single_record(ctx, request, header, topic_config, queue_id)
-        result = await self.broker.put_messages([record], [props])
-        # A delayed message answers with the queue it will be delivered to, not the schedule queue.
-        real_queue_id = int(props[REAL_QID]) if record.topic in _ROUTED_TOPICS else record.queue_id
-        return self._response(request, [record], result, real_queue_id, props[UNIQ_KEY])
+            records, props_list, uniq_key = self._batch_records(ctx, request, header, topic_config, queue_id)
+            real_queue_id = records[0].queue_id
+        else:
+            record, props = self._single_record(ctx, request, header, topic_config, queue_id)
+            records, props_list, uniq_key = [record], [props], props[UNIQ_KEY]
+            # A delayed message answers with the queue it will be delivered to, not the schedule queue.
+            real_queue_id = int(props[REAL_QID]) if record.topic in _ROUTED_TOPICS else record.queue_id
+        result = self.broker.put_nowait(records, props_list)
+        wait_flushed = self.broker.wait_flushed
+        if wait_flushed is not None and result.ok:
+            return self._after_flush(wait_flushed(result), request, records, result, real_queue_id, uniq_key)
+        return self._response(request, records, result, real_queue_id, uniq_key)
+
+    async def _after_flush(
+        self,
+        flushed: Awaitable[None],
+        request: RemotingCommand,
+        records: list[MessageRecord],
+        result: PutMessageResult,
+        queue_id: int,
+        uniq_key: str | None,
+    ) -> RemotingCommand:
+        await flushed
+        return self._response(request, records, result, queue_id, uniq_key)
 
     def _check(self, ctx: RequestContext, header: SendMessageRequestHeader) -> tuple[TopicConfig, int]:
         broker = self.broker
@@ -365,15 +390,14 @@ class SendMessageProcessor:
                 remark = "create mapped file failed, server is busy or broken."
             return request.make_response(code, remark, header=self._extras())
         broker = self.broker
-        ids = ",".join(
-            encode_offset_msg_id(broker.store_host, broker.store_port, r.physical_offset) for r in records
-        )
-        header = SendMessageResponseHeader(
-            msg_id=ids,
-            queue_id=queue_id,
-            queue_offset=result.append_result.logics_offset,
-            transaction_id=uniq_key,
-        )
-        fields = header.to_ext_fields()
+        host, port = broker.store_host, broker.store_port
+        # SendMessageResponseHeader.to_ext_fields written out (per request): its keys in its order.
+        fields = {
+            "msgId": ",".join(encode_offset_msg_id(host, port, r.physical_offset) for r in records),
+            "queueId": str(queue_id),
+            "queueOffset": str(result.append_result.logics_offset),
+        }
+        if uniq_key is not None:
+            fields["transactionId"] = uniq_key
         fields.update(self._extras())
         return request.make_response(code, None, header=fields)

@@ -152,6 +152,27 @@ def test_properties_parse_like_java(text: str, expected: dict[str, str]) -> None
     assert decode_properties(text) == expected
 
 
+def _java_string2message_properties(text: str) -> dict[str, str]:
+    """MessageDecoder.string2messageProperties, index walk for index walk."""
+    props: dict[str, str] = {}
+    index, length = 0, len(text)
+    while index < length:
+        end = text.find("\x02", index)
+        if end < 0:
+            end = length
+        if end - index >= 3:
+            sep = text.find("\x01", index)
+            if index < sep < end - 1:
+                props[text[index:sep]] = text[sep + 1 : end]
+        index = end + 1
+    return props
+
+
+@given(st.text(alphabet="ab\x01\x02中", max_size=24))
+def test_properties_split_agrees_with_javas_index_walk(text: str) -> None:
+    assert decode_properties(text) == _java_string2message_properties(text)
+
+
 def test_properties_refuse_separators() -> None:
     with pytest.raises(MessageFormatError):
         encode_properties({"a\x01": "b"})
