@@ -101,6 +101,7 @@ class Connection:
         self._closed_event = trio.Event()
         self.frames_in = 0
         self.frames_out = 0
+        self.writes = 0  # send_all calls: frames_out / writes is how well answers coalesce
         self.busy_answers = 0  # requests answered SYSTEM_BUSY at the in-flight bound
         self.oneway_dropped = 0  # oneway requests dropped at the in-flight bound
 
@@ -294,6 +295,7 @@ class Connection:
                     self.close()
                     return
                 self.frames_out += len(frames)
+                self.writes += 1
                 self._queued_bytes -= len(data)
                 self._room.unpark_all()
 
@@ -344,6 +346,7 @@ class Connection:
             "client_id": self.info.client_id,
             "frames_in": self.frames_in,
             "frames_out": self.frames_out,
+            "writes": self.writes,
             "in_flight": self._in_flight,
             "queued_frames": self._outbox.statistics().current_buffer_used,
             "queued_bytes": self._queued_bytes,
