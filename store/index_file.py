@@ -150,13 +150,23 @@ class IndexFile:
             self.index_count,
         )
 
-    def put_key(self, key: str, phy_offset: int, store_timestamp: int, *, header: bool = True) -> bool:
+    def put_key(
+        self,
+        key: str,
+        phy_offset: int,
+        store_timestamp: int,
+        *,
+        header: bool = True,
+        key_hash: int | None = None,
+    ) -> bool:
         """Add an entry (``IndexFile.putKey``); False when the file is full. ``header=False``
-        leaves the header in the map to the caller (one write for all keys of a record)."""
+        leaves the header in the map to the caller (one write for all keys of a record);
+        ``key_hash`` is :func:`index_key_hash` of ``key`` when the caller has it."""
         if self.index_count >= self.index_num:
             return False
         mm = self.mf.mm
-        key_hash = index_key_hash(key)
+        if key_hash is None:
+            key_hash = index_key_hash(key)
         slot_pos = HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
         (slot_value,) = _SLOT.unpack_from(mm, slot_pos)
         if slot_value <= 0 or slot_value > self.index_count:
@@ -257,6 +267,8 @@ class IndexService:
         self.preallocate = preallocate
         self.files: list[IndexFile] = []
         self.on_file_full: Callable[[int], None] | None = None  # gets the full file's end timestamp
+        self._last_key = ""  # the last key built and its index_key_hash
+        self._last_hash = index_key_hash("")
 
     def load(self) -> None:
         os.makedirs(self.directory, exist_ok=True)
@@ -312,10 +324,13 @@ class IndexService:
         f = self.writable_file()
         for key in keys:
             full = f"{topic}#{key}"
-            if not f.put_key(full, phy_offset, store_timestamp, header=False):
+            # The records of a 5.x batch share the batch's UNIQ_KEY: hash it once, not per record.
+            if full != self._last_key:
+                self._last_key, self._last_hash = full, index_key_hash(full)
+            if not f.put_key(full, phy_offset, store_timestamp, header=False, key_hash=self._last_hash):
                 f.write_header()
                 f = self.writable_file()
-                f.put_key(full, phy_offset, store_timestamp, header=False)
+                f.put_key(full, phy_offset, store_timestamp, header=False, key_hash=self._last_hash)
         f.write_header()  # once per record, as Java's header is current after each putKey returns
 
     def query(self, topic: str, key: str, max_num: int, begin: int, end: int) -> tuple[list[int], int, int]:

@@ -345,6 +345,7 @@ class SendMessageProcessor:
         self._stamp_broker_properties(batch_props)
         suffix = encode_java_order(batch_props)
         batch_uniq = batch_props.get(UNIQ_KEY)
+        template = self._base_record(ctx, header, topic_config, queue_id, b"")
         records = []
         props_list = []
         for entry in entries:
@@ -358,10 +359,22 @@ class SendMessageProcessor:
                 props[UNIQ_KEY] = self.broker.uniq_ids.next_id()
                 own += encode_properties({UNIQ_KEY: props[UNIQ_KEY]})
             props.update(batch_props)
-            record = self._base_record(ctx, header, topic_config, queue_id, entry.body)
-            record.properties = own + suffix
-            record.flag = entry.flag
-            records.append(record)
+            records.append(
+                MessageRecord(  # the template's fields, without recomputing hosts and flags per entry
+                    topic=template.topic,
+                    queue_id=queue_id,
+                    body=entry.body,
+                    properties=own + suffix,
+                    flag=entry.flag,
+                    sys_flag=template.sys_flag,
+                    born_timestamp=template.born_timestamp,
+                    born_host=template.born_host,
+                    born_port=template.born_port,
+                    store_host=template.store_host,
+                    store_port=template.store_port,
+                    reconsume_times=template.reconsume_times,
+                )
+            )
             props_list.append(props)
         return records, props_list, batch_uniq
 
