@@ -88,6 +88,9 @@ class Connection:
         # Unbounded channel, bounded by _has_room: the bound counts bytes as well as frames.
         self._send, self._outbox = trio.open_memory_channel[bytes](math.inf)
         self._queued_bytes = 0
+        # Frames in the channel not yet taken by the writer: the channel's current_buffer_used,
+        # counted here because its statistics() builds an object per call (once per answer).
+        self._queued_frames = 0
         self._room = trio.lowlevel.ParkingLot()  # enqueuers waiting for the writer to make room
         self._in_flight = 0
         self._drop_logged_at: float | None = None
@@ -258,12 +261,13 @@ class Connection:
             while not self._has_room(len(frame)):
                 await self._room.park()
             self._send.send_nowait(frame)
+            self._queued_frames += 1
             self._queued_bytes += len(frame)
         except (trio.ClosedResourceError, trio.BrokenResourceError) as err:
             raise PeerClosedError(f"{self}: connection closed") from err
 
     def _has_room(self, size: int) -> bool:
-        queued = self._outbox.statistics().current_buffer_used
+        queued = self._queued_frames
         if not queued and not self._queued_bytes:
             return True
         return (
@@ -280,6 +284,7 @@ class Connection:
                         frames.append(self._outbox.receive_nowait())
                     except (trio.WouldBlock, trio.EndOfChannel):
                         break
+                self._queued_frames -= len(frames)
                 data = first if len(frames) == 1 else b"".join(frames)
                 with trio.move_on_after(self.config.write_timeout_s) as scope:
                     try:
@@ -332,6 +337,7 @@ class Connection:
         request.flag |= 0x2
         try:
             self._send.send_nowait(encode_frame(request))
+            self._queued_frames += 1
         except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
             return False
         except RocketMQError as err:
@@ -348,7 +354,7 @@ class Connection:
             "frames_out": self.frames_out,
             "writes": self.writes,
             "in_flight": self._in_flight,
-            "queued_frames": self._outbox.statistics().current_buffer_used,
+            "queued_frames": self._queued_frames,
             "queued_bytes": self._queued_bytes,
             "busy_answers": self.busy_answers,
             "oneway_dropped": self.oneway_dropped,

@@ -41,6 +41,8 @@ def wire(key: str, *, required: bool = True, default: Any = None, int32: bool = 
 
 def _parse_digits(value: str) -> int:
     # Stricter than int(): Java's parse methods take no spaces, underscores or non-ASCII digits.
+    if value.isdigit() and value.isascii() and len(value) <= _MAX_DIGITS:
+        return int(value)  # the usual case, unsigned (several per send header)
     digits = value[1:] if value[:1] in ("-", "+") else value
     if not (digits.isascii() and digits.isdigit()) or len(value) > _MAX_DIGITS:
         raise ValueError(value)
