@@ -16,12 +16,16 @@ a live segment come zeros.
   whole (:func:`codec.message.decode_record`), and the entry after it is a record header, a blank
   marker, zeros or the end of the file.
 * :func:`used_end` finds how far non-zero bytes reach, to count the bytes skipped after a torn or
-  corrupt record without mistaking a segment's zero-filled tail for lost data.
+  corrupt record without mistaking a segment's zero-filled tail for lost data; :func:`written_end`
+  does it for a whole segment file, skipping its holes (``SEEK_DATA``), so that partitions are
+  planned only up to it and no task searches a preallocated tail of zeros for records.
 """
 
 from __future__ import annotations
 
+import errno
 import mmap
+import os
 import struct
 from array import array
 
@@ -44,6 +48,8 @@ MIN_RECORD_SIZE = record_size(0, 0, 0, 0)  # IPv4 hosts, empty body, topic and p
 _MAGICS = (MESSAGE_MAGIC_CODE_V1, MESSAGE_MAGIC_CODE_V2)
 _MAGIC_BYTES = tuple(struct.pack(">I", m) for m in _MAGICS)
 _ZERO_PROBE = 4 * 1024 * 1024  # bytes checked per step, from the end, looking for non-zero data
+_RESYNC_WINDOW = 64 * 1024  # first bytes searched for a magic code by resync; doubled up to _ZERO_PROBE
+_FIRST_PROBE = 64 * 1024  # the first step: a full segment ends in data (a blank marker), found at once
 
 # Why a walk stopped.
 STOP_RANGE = "range"  # reached the end of the requested range (not an error)
@@ -108,26 +114,84 @@ def _plausible_next(mm: mmap.mmap, pos: int) -> bool:
 def resync(mm: mmap.mmap, segment_start: int, pos: int, limit: int) -> int:
     """The first record start in ``[pos, limit)`` (see module docstring), or ``limit`` if none."""
     search = pos + 4
-    while True:
-        hits = [h for h in (mm.find(m, search, limit + 4) for m in _MAGIC_BYTES) if h >= 0]
+    stop_all = limit + 4  # a record starting before limit has its magic code before limit + 4
+    window = _RESYNC_WINDOW
+    while search < stop_all:
+        # Windows, not the whole range: a store holds one of the two magic codes, and searching for
+        # the absent one to the end of a 128 MiB range cost more than decoding the range.
+        stop = min(stop_all, search + window)
+        hits = [h for h in (mm.find(m, search, stop) for m in _MAGIC_BYTES) if h >= 0]
         if not hits:
-            return limit
+            if stop == stop_all:
+                break
+            search = stop - (len(_MAGIC_BYTES[0]) - 1)  # a code straddling the window's end
+            window = min(2 * window, _ZERO_PROBE)
+            continue
         hit = min(hits)
         candidate = hit - 4
         size = is_whole_record(mm, segment_start, candidate)
         if size and _plausible_next(mm, candidate + size):
             return candidate
         search = hit + 1
+    return limit
 
 
 def used_end(mm: mmap.mmap, begin: int, end: int) -> int:
     """The position just after the last non-zero byte in ``[begin, end)`` (``begin`` if all zero)."""
     data = np.frombuffer(mm, dtype=np.uint8)
     pos = min(end, len(data))
+    step = _FIRST_PROBE
     while pos > begin:
-        lo = max(begin, pos - _ZERO_PROBE)
+        lo = max(begin, pos - step)
         chunk = data[lo:pos]
         if chunk.any():
             return lo + int(np.flatnonzero(chunk)[-1]) + 1
         pos = lo
+        step = _ZERO_PROBE
     return begin
+
+
+def data_extents(path: str, size: int) -> list[tuple[int, int]]:
+    """The ``[start, stop)`` regions of a file that may hold data: all but its holes (a sparse,
+    ``ftruncate``-preallocated segment's unwritten tail), per ``lseek(SEEK_DATA/SEEK_HOLE)``; the
+    whole file where the file system cannot tell."""
+    whole = [(0, size)]
+    if not hasattr(os, "SEEK_DATA"):
+        return whole
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return whole
+    extents: list[tuple[int, int]] = []
+    try:
+        pos = 0
+        while pos < size:
+            try:
+                start = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError as err:
+                if err.errno == errno.ENXIO:  # only a hole from pos to the end of the file
+                    break
+                return whole
+            stop = min(size, os.lseek(fd, start, os.SEEK_HOLE))
+            if start >= size:
+                break
+            extents.append((start, stop))
+            pos = stop
+    except OSError:
+        return whole
+    finally:
+        os.close(fd)
+    return extents
+
+
+def written_end(mm: mmap.mmap, path: str) -> int:
+    """The position just after the last non-zero byte of the segment mapped as ``mm`` (0 if none).
+
+    No record starts at or after it (a record's TOTALSIZE is non-zero), so ranges planned up to it
+    hold every record of the segment; zeros in holes are never read.
+    """
+    for start, stop in reversed(data_extents(path, len(mm))):
+        end = used_end(mm, start, min(stop, len(mm)))
+        if end > start:
+            return end
+    return 0

@@ -1,10 +1,13 @@
 """Planning and reading byte ranges of commit-log segments: the work of one Spark partition.
 
-A partition is a :class:`Range` of one segment. Planning (:func:`plan_ranges`) cuts every segment
-into ranges of at most ``maxBytesPerPartition`` bytes without reading anything; a range owns the
-records whose first byte lies in it. A range that does not start at a known record boundary
-(``exact=False``) finds its first record with :func:`spark.records.resync` when it is read, on the
-executor, so planning a 1 GiB segment costs nothing and its ranges are read in parallel.
+A partition is a :class:`Range` of one segment. Planning (:func:`plan_ranges`) cuts every segment,
+up to its last non-zero byte (:func:`spark.records.written_end`: a live segment's preallocated
+tail of zeros holds no record and gets no partition), into ranges of at most
+``maxBytesPerPartition`` bytes; a range owns the records whose first byte lies in it. Records
+appended after planning belong to the next read (or micro-batch). A range that does not start at a
+known record boundary (``exact=False``) finds its first record with :func:`spark.records.resync`
+when it is read, on the executor, so a 1 GiB segment is planned without reading its records and
+its ranges are read in parallel.
 
 Reading (:func:`read_range`) walks the record headers, decodes and validates them in bulk
 (:mod:`spark.columns`) and yields Arrow record batches of at most :data:`BATCH_ROWS` rows. Where a
@@ -17,6 +20,7 @@ logs one line; the next range, if any, resynchronises on the next whole record.
 from __future__ import annotations
 
 import logging
+import mmap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -26,11 +30,12 @@ import pyarrow as pa
 
 from spark import columns as col
 from spark.layout import list_segments, open_map
-from spark.records import STOP_INVALID, STOP_ZERO, resync, used_end, walk
+from spark.records import STOP_INVALID, STOP_ZERO, resync, used_end, walk, written_end
 
 logger = logging.getLogger(__name__)
 
 BATCH_ROWS = 16384  # rows per Arrow batch: ~16 MiB of 1 KiB bodies
+READ_AHEAD_SLACK = 4 * 1024 * 1024  # past a range's end: its last record ends there (maxMessageSize)
 DEFAULT_MAX_BYTES_PER_PARTITION = 128 * 1024 * 1024  # the issue's default, as Spark's maxPartitionBytes
 
 
@@ -54,11 +59,14 @@ def plan_ranges(
     lo: int | None = None,
     hi: int | None = None,
     exact_lo: bool = False,
+    trim_zeros: bool = True,
 ) -> list[Range]:
     """Ranges covering global commit-log offsets ``[lo, hi)`` of ``store`` (``None``: no bound).
 
     Ranges starting at a segment's first byte are exact; so is the one starting at ``lo`` when the
     caller knows it is a record boundary (``exact_lo``: the streaming reader's validated offsets).
+    ``trim_zeros`` stops each segment's ranges at its written end; a caller whose ``hi`` is already
+    the end of the whole records (the streaming reader) need not look for it.
     """
     ranges = []
     for seg in list_segments(store):
@@ -68,6 +76,8 @@ def plan_ranges(
             continue
         first = max(0, lo - seg.start) if lo is not None else 0
         last = min(seg.size, hi - seg.start) if hi is not None else seg.size
+        if trim_zeros and last > first:
+            last = min(last, _written_end(seg.path))
         pos = first
         while pos < last:
             nxt = min(last, pos + max_bytes)
@@ -77,12 +87,32 @@ def plan_ranges(
     return ranges
 
 
+def _written_end(path: str) -> int:
+    mm = open_map(path)
+    if mm is None:
+        return 0
+    with mm:
+        return written_end(mm, path)
+
+
+def _will_need(mm: mmap.mmap, begin: int, end: int) -> None:
+    """Ask the kernel to read the range ahead (``MADV_WILLNEED``): a cold read then streams from
+    the disk instead of faulting page by page, and warm pages are mapped in larger steps."""
+    if not hasattr(mmap, "MADV_WILLNEED"):
+        return
+    start = begin - begin % mmap.PAGESIZE
+    stop = min(end + READ_AHEAD_SLACK, len(mm))
+    if stop > start:
+        mm.madvise(mmap.MADV_WILLNEED, start, stop - start)
+
+
 def read_range(r: Range, projection: col.Projection, row_filter: col.RowFilter) -> Iterator[pa.RecordBatch]:
     """Arrow batches of the records of ``r`` that pass ``row_filter`` (module docstring)."""
     mm = open_map(r.segment)
     if mm is None:
         return
     stats = projection.stats
+    _will_need(mm, r.begin, r.end)
     begin = r.begin if r.exact else resync(mm, r.segment_start, r.begin, r.end)
     starts_buf, pos, why = walk(mm, begin, r.end)
     data = np.frombuffer(mm, dtype=np.uint8)

@@ -5,7 +5,8 @@ Register once per session with :func:`spark.register`, then ``spark.read.format(
 (or a list or glob of directories, one per broker). One row per stored message, schema
 :data:`MESSAGE_SCHEMA`; rows leave :meth:`StoreReader.read` as Arrow record batches.
 
-* Partitions: :func:`spark.scan.plan_ranges` (no I/O on the driver besides listing files).
+* Partitions: :func:`spark.scan.plan_ranges` (the driver lists files and finds where each segment's
+  data ends, reading only its last non-zero page or its zero tail, never the records).
 * Column pruning: the Python Data Source API gives the reader the schema it must produce, which is
   the user's schema when one is given (``.schema("topic string, size int")``): only those columns
   are decoded, and without ``body`` no body byte is copied.
@@ -219,7 +220,9 @@ class StoreStreamReader(DataSourceStreamReader):
             lo = int(start["offsets"].get(p, first_offset(p)))
             hi = int(end["offsets"][p])
             if hi > lo:
-                ranges = plan_ranges(p, broker_name(p), self.options.max_bytes, lo, hi, exact_lo=True)
+                ranges = plan_ranges(
+                    p, broker_name(p), self.options.max_bytes, lo, hi, exact_lo=True, trim_zeros=False
+                )
                 parts.extend(RangePartition(r) for r in ranges)
         return parts
 
