@@ -140,6 +140,8 @@ class Heads:
 
 def _gather(data: np.ndarray[Any, Any], pos: np.ndarray[Any, Any], width: int) -> np.ndarray[Any, Any]:
     """``width`` bytes at each position, as a C-contiguous ``(n, width)`` uint8 array (clipped in bounds)."""
+    if len(data) < width:  # a file shorter than one header: rows of zeros, which fail validation
+        data = np.concatenate([data, np.zeros(width - len(data), dtype=np.uint8)])
     safe = np.clip(pos, 0, len(data) - width)
     # Rows of a view whose row i starts at byte i: one index per record, each row copied whole.
     windows: np.ndarray[Any, Any] = np.lib.stride_tricks.as_strided(

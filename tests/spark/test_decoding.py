@@ -32,8 +32,9 @@ def ranges(rng: np.random.Generator, lens: list[int], size: int) -> tuple[np.nda
         [11] * 300,  # alike and short (topics): fixed-width rows trimmed by a mask
         [5, 250, 0, 3, 70, 1] * 50,  # short and mixed: a byte index
         [1024] * 40 + [0, 3000],  # long (bodies): a slice per range
+        [11] * 299 + [3],  # alike, but a fixed-width row at the last range would run past the data
     ],
-    ids=["alike", "mixed", "long"],
+    ids=["alike", "mixed", "long", "alike-at-end"],
 )
 def test_var_array_copies_every_range_exactly(lengths: list[int]) -> None:
     rng = np.random.default_rng(RNG_SEED)
