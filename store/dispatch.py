@@ -167,12 +167,17 @@ class CommitLogDispatcher:
     ) -> DispatchRequest:
         """Dispatch the record stored at commit-log ``offset`` and return what was dispatched."""
         req = dispatch_of(record, offset, size, self.delay_levels_ms, props)
-        if req.has_queue_entry:
+        # Once per stored record: the transaction-type tests of has_queue_entry / is_indexed and
+        # index_keys() written out.
+        kind = record.sys_flag & MessageSysFlag.TRANSACTION_MASK
+        if kind == MessageSysFlag.TRANSACTION_NOT_TYPE or kind == MessageSysFlag.TRANSACTION_COMMIT_TYPE:
             self.queues.find_or_create(req.topic, req.queue_id).put(
                 req.queue_offset, offset, size, req.tags_code
             )
-        if self.index_enabled and req.is_indexed:
-            keys = req.index_keys()
+        if self.index_enabled and kind != MessageSysFlag.TRANSACTION_ROLLBACK_TYPE:
+            keys = [req.uniq_key] if req.uniq_key else []
+            if req.keys:
+                keys += [k for k in req.keys.split(" ") if k]
             if keys:
                 self.index.build(req.topic, keys, offset, req.store_timestamp)
         self.last_timestamp = req.store_timestamp
