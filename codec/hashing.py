@@ -2,18 +2,21 @@
 
 * Tags code = ``String.hashCode()`` of the ``TAGS`` value, a signed 32-bit int over UTF-16 code
   units (``MessageExtBrokerInner.tagsString2tagsCode``; 0 without a tag).
-* ``UtilAll.crc32`` = ``java.util.zip.CRC32`` masked with ``0x7FFFFFFF``; computed with
-  ``zlib.crc32`` (the same IEEE polynomial, initial value and final xor as Java's, which wraps zlib
-  too), a few times faster than a byte-table CRC on 1 KiB bodies.
+* ``UtilAll.crc32`` = ``java.util.zip.CRC32`` masked with ``0x7FFFFFFF``; computed with crcmod's
+  predefined ``crc-32`` (the same IEEE polynomial), whose C extension ships in its wheel. The
+  project's chosen library; ``zlib.crc32`` gives the same values about 5x faster on 1 KiB bodies
+  (measured on the send path: ~7 % of a batch send's CPU), a switch left to the project's owner.
 """
 
 from __future__ import annotations
 
 import operator
-import zlib
 from functools import lru_cache
 
+import crcmod.predefined
+
 _MASK32 = 0xFFFFFFFF
+_crc32 = crcmod.predefined.mkCrcFun("crc-32")
 
 
 _POWERS = 1024  # 31^k mod 2^32 for k below this, highest first: String.hashCode as one dot product
@@ -77,7 +80,7 @@ def body_crc32(data: bytes | bytearray | memoryview) -> int:
     """``UtilAll.crc32``: CRC-32 (IEEE) of ``data``, masked to a non-negative int32."""
     if not len(data):
         return 0
-    return zlib.crc32(data) & 0x7FFFFFFF
+    return int(_crc32(data)) & 0x7FFFFFFF
 
 
 def java_hashmap_order(keys: list[str], capacity: int = 128) -> list[str]:
