@@ -105,6 +105,9 @@ def store_dir(target: Target) -> Path:
 def session() -> Iterator[SparkSession]:
     os.environ["PYSPARK_PYTHON"] = sys.executable  # workers import this environment's packages
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # In a pytest worker that already ran tests/spark, getOrCreate() returns that suite's session:
+    # stop only a session started here, or every later load() there fails (DATA_SOURCE_NOT_FOUND).
+    already = SparkSession.getActiveSession()
     s = (
         SparkSession.builder.master("local[2]")
         .appName("rocketmq-spark-compat")
@@ -118,7 +121,8 @@ def session() -> Iterator[SparkSession]:
     s.sparkContext.setLogLevel("ERROR")
     spark.register(s)
     yield s
-    s.stop()
+    if already is None:
+        s.stop()
 
 
 @pytest.fixture(scope="module")
