@@ -17,7 +17,6 @@ detected with a per-row bitmask of key ids and rebuilt with :func:`decode_proper
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from codec.hashing import body_crc32
 from codec.message import MESSAGE_MAGIC_CODE_V2, MessageSysFlag
 from codec.message_id import encode_offset_msg_id
 from codec.properties import KEYS, TAGS, UNIQ_KEY, decode_properties
@@ -177,7 +177,7 @@ def validate(
         for i, (p, n) in enumerate(
             zip(heads.body_pos[:count].tolist(), body_len[:count].tolist(), strict=True)
         ):
-            if zlib.crc32(view[p : p + n]) & 0x7FFFFFFF != crcs[i]:
+            if body_crc32(view[p : p + n]) != crcs[i]:
                 count = i
                 break
     return count, topic_pos, topic_len, props_pos, props_len
