@@ -6,13 +6,15 @@ import static rmqcompat.Run.*;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
 
 /**
  * {@code litepull}: a DefaultLitePullConsumer that subscribes (the client rebalances and commits
- * offsets) or assigns every queue of the topic, optionally seeking each to seek=OFFSET.
+ * offsets) or assigns every queue of the topic, optionally seeking each to seek=OFFSET (event
+ * "seeked": offset, droppedBeforeSeek — messages pulled before the seek, not reported as received).
  */
 final class LitePull {
     private LitePull() {
@@ -45,9 +47,28 @@ final class LitePull {
             }
             if (args.containsKey("seek")) {
                 long offset = Long.parseLong(args.get("seek"));
+                // assign() starts pulling at once; a pull still in flight when seek() runs can put
+                // its (pre-seek) messages in the cache after seek() cleared it (the 5.3.3 client's
+                // PullTaskImpl checks the seek only before it pulls). So pause, let the pulls in
+                // flight land (the cache stays empty for 1 s), drop them, then seek and resume.
+                consumer.pause(mqs);
+                int dropped = 0;
+                long quietSince = System.nanoTime();
+                while (System.nanoTime() - quietSince < 1_000_000_000L && remainingMs() > 0) {
+                    List<MessageExt> early = consumer.poll(200);
+                    if (early != null && !early.isEmpty()) {
+                        dropped += early.size();
+                        quietSince = System.nanoTime();
+                    }
+                }
                 for (MessageQueue mq : mqs) {
                     consumer.seek(mq, offset);
                 }
+                consumer.resume(mqs);
+                Map<String, Object> ev = event("seeked");
+                ev.put("offset", offset);
+                ev.put("droppedBeforeSeek", dropped);
+                emit(ev);
             }
         } else {
             throw new IllegalArgumentException("mode must be subscribe or assign");
