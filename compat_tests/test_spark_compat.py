@@ -25,7 +25,6 @@ the real broker's is ``storePathRootDir`` of its ``broker.conf`` (``ReferenceSer
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -36,11 +35,11 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-import spark
 from compat_tests.helpers import consume, produce
 from compat_tests.scenario import Event, done, of
 from compat_tests.targets import GatewayTarget, ReferenceTarget, Target
 from spark.examples.topic_latency import COLUMNS, run_job
+from spark.testing import local_session
 
 pytestmark = pytest.mark.compat
 
@@ -103,23 +102,10 @@ def store_dir(target: Target) -> Path:
 
 @pytest.fixture(scope="module")
 def session() -> Iterator[SparkSession]:
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # workers import this environment's packages
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # In a pytest worker that already ran tests/spark, getOrCreate() returns that suite's session:
     # stop only a session started here, or every later load() there fails (DATA_SOURCE_NOT_FOUND).
     already = SparkSession.getActiveSession()
-    s = (
-        SparkSession.builder.master("local[2]")
-        .appName("rocketmq-spark-compat")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    s.sparkContext.setLogLevel("ERROR")
-    spark.register(s)
+    s = local_session("local[2]", "rocketmq-spark-compat")
     yield s
     if already is None:
         s.stop()

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,25 +96,9 @@ def raw_read(segments: list[Path], data_bytes: int, cold: bool) -> Measure:
 
 def spark_session(cores: int) -> Any:
     """A ``local[cores]`` session with the readers registered (imports PySpark lazily)."""
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # workers import this environment's packages
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
+    from spark.testing import local_session
 
-    import spark
-
-    session = (
-        SparkSession.builder.master(f"local[{cores}]")
-        .appName("rocketmq-spark-bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.memory", "2g")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    spark.register(session)
-    return session
+    return local_session(f"local[{cores}]", "rocketmq-spark-bench", driver_memory="2g")
 
 
 def _cpu_s(pid: int) -> float:

@@ -13,7 +13,7 @@ import sys
 from pyspark.sql import functions as F
 
 import spark
-from tests.spark.conftest import session_builder
+from spark.testing import loopback_builder
 
 EXECUTOR_MEMORY = "512m"  # the worker offers 1g; the driver JVM stays outside it
 FAST_START_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
@@ -22,7 +22,7 @@ FAST_START_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 def main() -> None:
     master, stores = sys.argv[1], sys.argv[2:]
     session = (
-        session_builder(master)
+        loopback_builder(master, "rocketmq-gateway-cluster-test")
         .config("spark.executor.memory", EXECUTOR_MEMORY)
         .config("spark.executor.cores", "1")
         .config("spark.cores.max", "1")

@@ -2,35 +2,16 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
-import spark
+from spark.testing import local_session, use_this_python
 from tests.spark.stores import Expected, build_store
 
-# Python workers must import the same packages as the driver (they otherwise use the system Python).
-os.environ["PYSPARK_PYTHON"] = sys.executable
-os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-
-
-def session_builder(master: str) -> SparkSession.Builder:
-    return (
-        SparkSession.builder.master(master)
-        .appName("rocketmq-gateway-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.python.filterPushdown.enabled", "true")
-        .config("spark.driver.memory", "1g")
-    )
+use_this_python()  # also for the cluster test's driver process, started from here
 
 
 # The session the tests share. Another module in the same pytest worker may stop it: a full CI run
@@ -45,9 +26,7 @@ def live_session() -> SparkSession:
     """The shared local[2] session with ``rocketmq`` registered, started anew if it was stopped."""
     if _shared and _shared[0].sparkContext._jsc is not None:
         return _shared[0]
-    s = session_builder("local[2]").getOrCreate()
-    s.sparkContext.setLogLevel("ERROR")
-    spark.register(s)
+    s = local_session("local[2]", "rocketmq-gateway-tests")
     _shared[:] = [s]
     return s
 
