@@ -20,11 +20,11 @@ import math
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker.config import JAVA_KEY_ALIASES
 from broker.controller import BrokerController
-from broker.metrics import BrokerMetrics, start_metrics
+from broker.metrics import start_metrics
 from broker.stats import BrokerStats, broker_stats, java_double
 from broker.topic_config_manager import SCHEDULE_TOPIC
 from codec import fastjson
@@ -36,6 +36,9 @@ from codec.headers.admin import ViewBrokerStatsDataRequestHeader
 from codec.versions import CURRENT_VERSION, version_desc
 from gateway.dispatch import Dispatcher, RequestContext
 from gateway.properties import format_properties, parse_properties
+
+if TYPE_CHECKING:
+    from broker.prometheus import BrokerMetrics
 
 logger = logging.getLogger(__name__)
 
