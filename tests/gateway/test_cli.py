@@ -73,3 +73,22 @@ async def test_standalone_starts_serves_and_stops(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_start_up_does_not_import_the_metrics_exporter(tmp_path: Path) -> None:
+    """``prometheus_client`` (and its ``http.server``) is loaded only with metricsExporterType=PROM:
+    a broker without metrics does not pay for it at start-up (``broker/metrics.py``)."""
+    probe = (
+        "import sys, gateway.cli, gateway.launcher, broker.processors.broker_status\n"
+        "loaded = ('prometheus_client', 'http.server', 'broker.prometheus')\n"
+        "print(sorted(m for m in loaded if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert out.stdout.strip() == "[]"
