@@ -44,10 +44,10 @@ from broker.timer.service import TIMER_PROGRESS_JSON, TimerMessageService
 from broker.transaction.service import TransactionalMessageService
 from codec.bodies.register import TopicConfig
 from codec.errors import RocketMQError
-from gateway.config import ServerConfig
-from gateway.connection import Connection
-from gateway.dispatch import Dispatcher
-from gateway.server import RemotingServer
+from gateway.transport.config import ServerConfig
+from gateway.transport.connection import Connection
+from gateway.transport.dispatch import Dispatcher
+from gateway.transport.server import RemotingServer
 from store.errors import StoreError
 from store.message_store import MessageStore
 

@@ -1,9 +1,10 @@
 """Producer and consumer registrations from heartbeats, and their expiry.
 
 Mirrors ``ProducerManager``, ``ConsumerManager``, ``ConsumerGroupInfo`` and
-``ClientHousekeepingService``: a channel is a client connection (``gateway.dispatch.ConnectionInfo``)
-registered under a group by HEART_BEAT, refreshed by every heartbeat, dropped by
-UNREGISTER_CLIENT, by its connection closing, or after ``channelExpiredTimeout`` of silence.
+``ClientHousekeepingService``: a channel is a client connection
+(``gateway.transport.dispatch.ConnectionInfo``) registered under a group by HEART_BEAT, refreshed
+by every heartbeat, dropped by UNREGISTER_CLIENT, by its connection closing, or after
+``channelExpiredTimeout`` of silence.
 Membership and subscription changes are reported to the caller, which notifies the group's
 consumers (NOTIFY_CONSUMER_IDS_CHANGED) unless the group is broadcasting.
 """
@@ -14,7 +15,7 @@ import logging
 from dataclasses import dataclass, field
 
 from codec.bodies.heartbeat import BROADCASTING, ConsumerData, SubscriptionData
-from gateway.dispatch import ConnectionInfo
+from gateway.transport.dispatch import ConnectionInfo
 
 logger = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ from codec.errors import CodecError
 from codec.headers.client import NotifyConsumerIdsChangedRequestHeader
 from codec.message import MessageRecord, decode_record
 from codec.message_id import UniqIdGenerator
-from gateway.address import split_address
+from gateway.transport.address import split_address
 from store.config import StoreConfig
 from store.message_store import MessageStore
 from store.results import PutMessageResult

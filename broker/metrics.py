@@ -11,7 +11,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from broker.stats import BrokerStats
-from gateway.dispatch import Dispatcher
+from gateway.transport.dispatch import Dispatcher
 
 if TYPE_CHECKING:
     from broker.prometheus import BrokerMetrics

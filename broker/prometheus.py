@@ -42,7 +42,7 @@ from broker.topic_config_manager import is_system_topic
 from codec.codes import LanguageCode, request_code_name, response_code_name
 from codec.command import RemotingCommand
 from codec.versions import version_desc
-from gateway.dispatch import Dispatcher
+from gateway.transport.dispatch import Dispatcher
 
 logger = logging.getLogger(__name__)
 

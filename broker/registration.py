@@ -27,9 +27,9 @@ from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.hashing import body_crc32
 from codec.headers.namesrv import RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader
-from gateway.client import connect
-from gateway.config import ServerConfig
-from gateway.connection import Connection
+from gateway.transport.client import connect
+from gateway.transport.config import ServerConfig
+from gateway.transport.connection import Connection
 
 logger = logging.getLogger(__name__)
 

@@ -31,8 +31,8 @@ from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.errors import RocketMQError
 from compat_tests.scenario import CLIENT_LINES, JAVA_DIR
-from gateway.client import connect
 from gateway.testing.ports import free_port
+from gateway.transport.client import connect
 
 __all__ = [
     "BOOT_TIMEOUT_S",

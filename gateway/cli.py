@@ -28,14 +28,15 @@ import signal
 import socket
 import sys
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import trio
 
 from broker.config import BrokerConfig
 from codec.errors import RocketMQError
-from gateway.config import ServerConfig
+from codec.java_properties import parse_properties
 from gateway.launcher import BrokerSpec, Gateway, NamesrvSpec, check_specs, log_unused_property_keys
-from gateway.properties import read_properties
+from gateway.transport.config import ServerConfig
 from namesrv.config import NamesrvConfig
 
 logger = logging.getLogger("rmq-gateway")
@@ -122,7 +123,7 @@ def build_gateway(args: argparse.Namespace) -> Gateway:
     Raises ``OSError`` when the config file cannot be read and ``ValueError`` for a bad value
     (:func:`gateway.launcher.check_specs`); logs the keys of ``-c`` no component reads.
     """
-    props = read_properties(args.config) if args.config else {}
+    props = parse_properties(Path(args.config).read_text(encoding="utf-8")) if args.config else {}
     namesrv = broker = None
     if args.command in ("namesrv", "standalone"):
         namesrv = NamesrvSpec(

@@ -33,8 +33,8 @@ from broker.app import BrokerApp
 from broker.config import JAVA_KEY_ALIASES, BrokerConfig
 from broker.controller import store_config_of
 from codec.config_fields import camel_case, snake_case
-from gateway.address import loopback_if_wildcard, split_address
-from gateway.config import ServerConfig
+from gateway.transport.address import loopback_if_wildcard, split_address
+from gateway.transport.config import ServerConfig
 from namesrv.app import NamesrvApp
 from namesrv.config import JAVA_DEFAULTS as NAMESRV_JAVA_KEYS
 from namesrv.config import NamesrvConfig

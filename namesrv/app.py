@@ -10,10 +10,10 @@ from typing import Any
 
 import trio
 
-from gateway.config import ServerConfig
-from gateway.connection import Connection
-from gateway.dispatch import Dispatcher
-from gateway.server import RemotingServer
+from gateway.transport.config import ServerConfig
+from gateway.transport.connection import Connection
+from gateway.transport.dispatch import Dispatcher
+from gateway.transport.server import RemotingServer
 from namesrv.config import NamesrvConfig
 from namesrv.kv_config import KVConfigManager
 from namesrv.processors import NamesrvProcessor

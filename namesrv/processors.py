@@ -15,8 +15,8 @@ from codec.config_fields import apply_properties
 from codec.hashing import body_crc32
 from codec.headers import namesrv as h
 from codec.headers.base import EmptyHeader
-from gateway.dispatch import Dispatcher, RequestContext
-from gateway.properties import format_properties, parse_properties
+from codec.java_properties import format_properties, parse_properties
+from gateway.transport.dispatch import Dispatcher, RequestContext
 from namesrv.config import NamesrvConfig
 from namesrv.kv_config import KVConfigManager
 from namesrv.route_info import RouteInfo

@@ -2,10 +2,13 @@
 
 1. Package rules: ``codec/`` has no I/O frameworks and knows no other package; ``store/`` is a
    plain library under ``codec/``; ``spark/`` never reaches the servers.
-2. Module layers, from the bottom: ``codec`` < ``store`` < ``spark`` < the Trio edge of
-   ``gateway`` (servers, connections, dispatch) < ``namesrv`` < ``broker`` < the composition and
-   tooling of ``gateway`` (launcher, CLI, test fixtures). No import runs from a lower layer to a
-   higher one, and no modules import each other in a circle, ``TYPE_CHECKING`` imports included.
+2. Module layers, from the bottom: ``codec`` < ``store`` < ``spark`` < the transport,
+   ``gateway/transport/`` (servers, connections, dispatch, outbound calls) < ``namesrv`` <
+   ``broker`` < the rest of ``gateway/`` (launcher, CLI, test fixtures: whatever is not in
+   ``transport/``). No import runs from a lower layer to a higher one, and no modules import each
+   other in a circle, ``TYPE_CHECKING`` imports included. ``broker/`` and ``namesrv/`` import
+   nothing from ``gateway/`` but the transport (a rule of its own, so that its message names the
+   floor a misplaced module is on).
 3. Trio in ``broker/`` and ``namesrv/``: only the modules in :data:`MAY_WAIT` import Trio, or a
    module that (itself or through others) does. Everything else there is plain state and plain
    functions, testable without an event loop.
@@ -31,9 +34,10 @@ FORBIDDEN = {
     "spark": {"trio", "gateway", "broker", "namesrv"},
 }
 
-#: gateway modules above namesrv/ and broker/: they compose the program or test it.
-GATEWAY_TOP = ("gateway.launcher", "gateway.cli", "gateway.testing")
-LAYERS = ("codec", "store", "spark", "gateway", "namesrv", "broker", "gateway-top")
+#: The one subpackage of gateway/ below namesrv/ and broker/; the rest of gateway/ composes the
+#: program or tests it, above them.
+TRANSPORT = "gateway.transport"
+LAYERS = ("codec", "store", "spark", "transport", "namesrv", "broker", "gateway-top")
 
 #: The modules of broker/ and namesrv/ allowed to wait: they import Trio for timers, events,
 #: threads or sockets. Everything else in those packages must not reach Trio at all.
@@ -99,10 +103,28 @@ def import_graph(root: Path) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
     return edges, roots
 
 
+def in_transport(module: str) -> bool:
+    return module == TRANSPORT or module.startswith(TRANSPORT + ".")
+
+
 def layer_of(module: str) -> int:
-    if any(module == top or module.startswith(top + ".") for top in GATEWAY_TOP):
+    if in_transport(module):
+        return LAYERS.index("transport")
+    if module.split(".")[0] == "gateway":
         return LAYERS.index("gateway-top")
     return LAYERS.index(module.split(".")[0])
+
+
+def gateway_imports_beyond_transport(root: Path) -> list[str]:
+    """Imports from ``broker/`` or ``namesrv/`` of a ``gateway`` module outside the transport."""
+    edges, _roots = import_graph(root)
+    return sorted(
+        f"{a} -> {b}"
+        for a, targets in edges.items()
+        if a.split(".")[0] in ("broker", "namesrv")
+        for b in targets
+        if b.split(".")[0] == "gateway" and not in_transport(b)
+    )
 
 
 def package_violations(root: Path) -> dict[str, list[str]]:
@@ -188,6 +210,10 @@ def test_no_import_runs_up_a_layer() -> None:
     assert upward_imports(ROOT) == []
 
 
+def test_broker_and_namesrv_take_only_the_transport_from_gateway() -> None:
+    assert gateway_imports_beyond_transport(ROOT) == []
+
+
 def test_no_import_cycles() -> None:
     assert import_cycles(ROOT) == []
 
@@ -217,14 +243,17 @@ def test_the_rules_pass_a_clean_tree(tmp_path: Path) -> None:
         {
             "codec/frame.py": "import struct\n",
             "store/log.py": "from codec import frame\n",
-            "gateway/server.py": "import trio\nfrom codec.frame import x\n",
+            "gateway/transport/server.py": "import trio\nfrom codec.frame import x\n",
             "broker/state.py": "from store.log import y\n",
-            "broker/app.py": "import trio\nfrom broker.state import z\nfrom gateway.server import s\n",
+            "broker/app.py": (
+                "import trio\nfrom broker.state import z\nfrom gateway.transport.server import s\n"
+            ),
             "gateway/launcher.py": "from broker.app import a\n",
         },
     )
     assert package_violations(root) == {}
     assert upward_imports(root) == []
+    assert gateway_imports_beyond_transport(root) == []
     assert import_cycles(root) == []
     assert waiting_outside_the_list(root, frozenset({"broker.app"})) == []
 
@@ -234,7 +263,11 @@ def test_the_rules_pass_a_clean_tree(tmp_path: Path) -> None:
     [
         ({"store/log.py": "import trio\n"}, "package", {"store.log": ["trio"]}),
         ({"codec/frame.py": "from broker import app\n"}, "package", {"codec.frame": ["broker"]}),
-        ({"spark/read.py": "from gateway.server import s\n"}, "package", {"spark.read": ["gateway"]}),
+        (
+            {"spark/read.py": "from gateway.transport.server import s\n"},
+            "package",
+            {"spark.read": ["gateway"]},
+        ),
         (
             {"broker/state.py": "from gateway.launcher import g\n", "gateway/launcher.py": ""},
             "upward",
@@ -252,6 +285,16 @@ def test_the_rules_pass_a_clean_tree(tmp_path: Path) -> None:
             },
             "cycle",
             [["broker.a", "broker.b"]],
+        ),
+        (
+            {"broker/state.py": "from gateway.helpers import h\n", "gateway/helpers.py": ""},
+            "transport",
+            ["broker.state -> gateway.helpers"],
+        ),
+        (
+            {"gateway/transport/server.py": "from gateway.cli import main\n", "gateway/cli.py": ""},
+            "upward",
+            ["gateway.transport.server -> gateway.cli"],
         ),
         ({"broker/state.py": "import trio\n"}, "trio", ["broker.state"]),
         (
@@ -271,6 +314,7 @@ def test_the_rules_catch_forbidden_imports(
     checks = {
         "package": lambda: package_violations(root),
         "upward": lambda: upward_imports(root),
+        "transport": lambda: gateway_imports_beyond_transport(root),
         "cycle": lambda: import_cycles(root),
         "trio": lambda: waiting_outside_the_list(root, frozenset({"broker.app"})),
     }

@@ -35,8 +35,8 @@ from codec.frame import FrameDecoder, encode_frame
 from codec.headers.send import SendMessageRequestHeaderV2
 from codec.message_id import UniqIdGenerator
 from codec.properties import encode_properties
-from gateway.config import ServerConfig
-from gateway.dispatch import ConnectionInfo, RequestContext
+from gateway.transport.config import ServerConfig
+from gateway.transport.dispatch import ConnectionInfo, RequestContext
 
 BODY_SIZE = 1024  # bytes per message body, as the side-by-side cases
 _ids = UniqIdGenerator(b"\x0a\x00\x00\x02")  # the "client's" ids (MessageClientIDSetter)

@@ -100,7 +100,7 @@ def create_topic(broker_addr: str, namesrv_addr: str, topic: str, queues: int) -
     import trio
 
     from codec.command import RemotingCommand
-    from gateway.client import connect
+    from gateway.transport.client import connect
 
     header = {
         "topic": topic,
@@ -136,7 +136,7 @@ def stored_messages(broker_addr: str, topic: str, queues: int) -> int:
     import trio
 
     from codec.command import RemotingCommand
-    from gateway.client import connect
+    from gateway.transport.client import connect
 
     async def ask() -> int:
         total = 0

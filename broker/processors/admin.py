@@ -40,7 +40,7 @@ from codec.headers.admin import (
     TopicRequestHeader,
 )
 from codec.headers.base import EmptyHeader
-from gateway.dispatch import Dispatcher, RequestContext
+from gateway.transport.dispatch import Dispatcher, RequestContext
 
 
 def _mq_key(topic: str, broker_name: str, queue_id: int) -> dict[str, Any]:

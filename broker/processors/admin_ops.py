@@ -34,7 +34,7 @@ from codec.codes import LanguageCode, RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.errors import CodecError
 from codec.headers.admin import QueryConsumeQueueRequestHeader
-from gateway.dispatch import Dispatcher, RequestContext
+from gateway.transport.dispatch import Dispatcher, RequestContext
 
 logger = logging.getLogger(__name__)
 MAX_QUERY_CQ_UNITS = 10_000  # units one QUERY_CONSUME_QUEUE answers at most (Java: any count)

@@ -33,9 +33,9 @@ from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.config_fields import apply_properties, camel_case
 from codec.headers.admin import ViewBrokerStatsDataRequestHeader
+from codec.java_properties import format_properties, parse_properties
 from codec.versions import CURRENT_VERSION, version_desc
-from gateway.dispatch import Dispatcher, RequestContext
-from gateway.properties import format_properties, parse_properties
+from gateway.transport.dispatch import Dispatcher, RequestContext
 
 if TYPE_CHECKING:
     from broker.prometheus import BrokerMetrics

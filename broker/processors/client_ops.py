@@ -30,7 +30,7 @@ from codec.headers.admin import (
 )
 from codec.message_id import decode_offset_msg_id
 from codec.versions import VERSION_NAMES, version_desc
-from gateway.dispatch import Dispatcher, RequestContext
+from gateway.transport.dispatch import Dispatcher, RequestContext
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from codec.headers.client import (
     SearchOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from gateway.dispatch import Dispatcher, RequestContext
+from gateway.transport.dispatch import Dispatcher, RequestContext
 
 
 class ConsumerManageProcessor:

@@ -29,7 +29,7 @@ from codec.headers.transaction import (
 )
 from codec.message import MessageRecord
 from codec.properties import CHECK_IMMUNITY_TIME_IN_SECONDS, PGROUP, REAL_QID, REAL_TOPIC, decode_properties
-from gateway.dispatch import Dispatcher, RequestContext
+from gateway.transport.dispatch import Dispatcher, RequestContext
 from store.results import PutMessageStatus
 
 logger = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.errors import RocketMQError
 from codec.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader, PullSysFlag
-from gateway.dispatch import Dispatcher, RequestContext
+from gateway.transport.dispatch import Dispatcher, RequestContext
 from store.results import GetMessageResult, GetMessageStatus
 
 logger = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ from codec.headers.query import (
     QueryMessageResponseHeader,
     ViewMessageRequestHeader,
 )
-from gateway.dispatch import Dispatcher, RequestContext
+from gateway.transport.dispatch import Dispatcher, RequestContext
 
 UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
 

@@ -22,7 +22,7 @@ from codec.hashing import java_hashmap_order
 from codec.headers.send import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
 from codec.message_id import encode_offset_msg_id
 from codec.properties import decode_properties, encode_properties
-from gateway.dispatch import Dispatcher, Peer, RequestContext
+from gateway.transport.dispatch import Dispatcher, Peer, RequestContext
 
 logger = logging.getLogger(__name__)
 

@@ -60,7 +60,7 @@ from codec.properties import (
     encode_properties,
 )
 from codec.versions import version_ordinal
-from gateway.dispatch import Dispatcher, RequestContext
+from gateway.transport.dispatch import Dispatcher, RequestContext
 from store.results import PutMessageResult, PutMessageStatus
 
 logger = logging.getLogger(__name__)

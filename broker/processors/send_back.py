@@ -31,7 +31,7 @@ from codec.properties import (
     decode_properties,
     encode_properties,
 )
-from gateway.dispatch import Dispatcher, RequestContext
+from gateway.transport.dispatch import Dispatcher, RequestContext
 
 logger = logging.getLogger(__name__)
 

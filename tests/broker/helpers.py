@@ -18,10 +18,10 @@ from codec.headers.pull import PullMessageRequestHeader, PullSysFlag
 from codec.headers.send import SendMessageRequestHeaderV2
 from codec.message import MessageRecord, iter_records
 from codec.properties import encode_properties
-from gateway.client import connect
-from gateway.config import ServerConfig
-from gateway.connection import Connection
-from gateway.dispatch import Dispatcher
+from gateway.transport.client import connect
+from gateway.transport.config import ServerConfig
+from gateway.transport.connection import Connection
+from gateway.transport.dispatch import Dispatcher
 from tests.helpers import broker_config
 
 

@@ -23,10 +23,10 @@ from codec.bodies.route import KVTable
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.headers.base import EmptyHeader
+from codec.java_properties import parse_properties
 from codec.properties import DELAY
-from gateway.client import connect
-from gateway.dispatch import Dispatcher, RequestContext
-from gateway.properties import parse_properties
+from gateway.transport.client import connect
+from gateway.transport.dispatch import Dispatcher, RequestContext
 from tests.broker.helpers import pull_request, running_broker, send_request
 
 JAVA_RUNTIME_KEYS = {  # GET_BROKER_RUNTIME_INFO keys of a 5.3.3 broker (no timer wheel, no transient pool)
@@ -255,7 +255,7 @@ async def test_lone_master_views_and_unknown_codes(tmp_path: Path, caplog: pytes
         assert (body["maxQueueIndex"], len(body["queueData"])) == (1, 1)
         for code in (RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE, RequestCode.DELETE_EXPIRED_COMMITLOG):
             assert (await conn.invoke(request(code), 3)).code == ResponseCode.SUCCESS
-        with caplog.at_level(logging.INFO, logger="gateway.dispatch"):
+        with caplog.at_level(logging.INFO, logger="gateway.transport.dispatch"):
             for _ in range(3):
                 resp = await conn.invoke(request(RequestCode.POP_MESSAGE), 3)
                 assert resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED

@@ -23,10 +23,10 @@ from codec.command import RemotingCommand
 from codec.hashing import body_crc32
 from codec.headers.base import EmptyHeader
 from codec.headers.namesrv import RegisterBrokerRequestHeader
-from gateway.client import connect
-from gateway.config import ServerConfig
-from gateway.dispatch import Dispatcher, RequestContext
-from gateway.server import RemotingServer
+from gateway.transport.client import connect
+from gateway.transport.config import ServerConfig
+from gateway.transport.dispatch import Dispatcher, RequestContext
+from gateway.transport.server import RemotingServer
 from tests.helpers import broker_config, wait_until
 
 

@@ -20,7 +20,7 @@ from codec.headers.base import EmptyHeader
 from codec.headers.pull import PullMessageRequestHeader, PullSysFlag
 from codec.message import MessageRecord, encode_record
 from codec.properties import RETRY_TOPIC, TAGS, encode_properties
-from gateway.connection import Connection
+from gateway.transport.connection import Connection
 from store.results import GetMessageResult, GetMessageStatus
 from tests.broker.helpers import records, running_broker, send_request
 

@@ -26,8 +26,8 @@ from codec.headers.transaction import (
 from codec.message import MessageRecord, MessageSysFlag, decode_record
 from codec.message_id import decode_offset_msg_id
 from codec.properties import PGROUP, TAGS, TRAN_MSG, decode_properties, encode_properties
-from gateway.connection import Connection
-from gateway.dispatch import Dispatcher, RequestContext
+from gateway.transport.connection import Connection
+from gateway.transport.dispatch import Dispatcher, RequestContext
 from tests.broker.helpers import pulled, running
 
 GROUP = "tx-pg"

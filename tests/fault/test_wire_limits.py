@@ -13,7 +13,7 @@ import trio
 
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
-from gateway.client import connect
+from gateway.transport.client import connect
 from tests.fault.helpers import LogCounter, create_topic_command, pull_command, running_gateway, send_command
 
 INT64_BELOW_MIN = "-9223372036854775809"
@@ -132,7 +132,7 @@ async def test_send_header_numbers_beyond_java_range_get_one_log_line_not_a_trac
 ) -> None:
     """Defect 3: SYSTEM_ERROR (Java's answer to a NumberFormatException), one INFO line for 50
     such requests, no ERROR and no traceback; the connection keeps working."""
-    caplog.set_level(logging.DEBUG, logger="gateway.dispatch")
+    caplog.set_level(logging.DEBUG, logger="gateway.transport.dispatch")
     async with running_gateway(tmp_path) as (_gw, ep):
         assert ep.broker_addr is not None
         with LogCounter(logging.WARNING) as warnings:

@@ -12,7 +12,7 @@ from codec.codes import ResponseCode
 from codec.command import RemotingCommand
 from codec.frame import FrameDecoder, encode_frame
 from codec.message import iter_records
-from gateway.address import split_address
+from gateway.transport.address import split_address
 from tests.fault.helpers import pull_command, send_command
 
 _opaques = itertools.count(1)

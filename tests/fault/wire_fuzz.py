@@ -24,7 +24,7 @@ from codec.command import RemotingCommand
 from codec.frame import MAX_FRAME_SIZE, encode_frame
 from codec.headers import admin, client, namesrv, pull, query, send, transaction
 from codec.headers.base import CustomHeader
-from gateway.address import split_address
+from gateway.transport.address import split_address
 
 #: Real request codes and the header each carries (keys only matter: values are hostile anyway).
 HEADERS: dict[int, type[CustomHeader]] = {

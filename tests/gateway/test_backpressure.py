@@ -21,10 +21,10 @@ import trio
 from codec.codes import ResponseCode
 from codec.command import RemotingCommand
 from codec.frame import FrameDecoder, encode_frame
-from gateway.config import ServerConfig
-from gateway.connection import BUSY_REMARK, Connection
-from gateway.dispatch import Dispatcher, RequestContext
-from gateway.server import RemotingServer
+from gateway.transport.config import ServerConfig
+from gateway.transport.connection import BUSY_REMARK, Connection
+from gateway.transport.dispatch import Dispatcher, RequestContext
+from gateway.transport.server import RemotingServer
 from tests.helpers import wait_until
 
 SLOW = 9102  # answers after ext field "seconds"

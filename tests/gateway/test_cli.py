@@ -15,7 +15,7 @@ from codec.bodies.route import TopicRouteData
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from gateway.cli import build_parser
-from gateway.client import connect
+from gateway.transport.client import connect
 
 
 def test_help_documents_every_command() -> None:

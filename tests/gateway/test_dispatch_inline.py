@@ -14,9 +14,9 @@ from codec.codes import ResponseCode
 from codec.command import RemotingCommand
 from codec.errors import RocketMQError
 from codec.frame import FrameDecoder, encode_frame
-from gateway.config import ServerConfig
-from gateway.dispatch import ConnectionInfo, Dispatcher, RequestContext
-from gateway.server import RemotingServer
+from gateway.transport.config import ServerConfig
+from gateway.transport.dispatch import ConnectionInfo, Dispatcher, RequestContext
+from gateway.transport.server import RemotingServer
 from tests.helpers import wait_until
 
 ECHO = 9201

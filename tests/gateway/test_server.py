@@ -15,11 +15,11 @@ from codec.codes import RequestCode, ResponseCode, SerializeType
 from codec.command import RemotingCommand
 from codec.frame import FrameDecoder, encode_frame
 from codec.headers.client import GetConsumerListByGroupRequestHeader
-from gateway.client import connect
-from gateway.config import ServerConfig
-from gateway.connection import PeerClosedError, PeerTimeoutError
-from gateway.dispatch import Dispatcher, RequestContext
-from gateway.server import RemotingServer
+from gateway.transport.client import connect
+from gateway.transport.config import ServerConfig
+from gateway.transport.connection import PeerClosedError, PeerTimeoutError
+from gateway.transport.dispatch import Dispatcher, RequestContext
+from gateway.transport.server import RemotingServer
 from tests.helpers import wait_until
 
 ECHO = 9001

@@ -10,8 +10,8 @@ from broker.app import BrokerApp
 from codec.bodies.route import ClusterInfo, KVTable, TopicList, TopicRouteData
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
-from gateway.client import connect
-from gateway.config import ServerConfig
+from gateway.transport.client import connect
+from gateway.transport.config import ServerConfig
 from namesrv.app import NamesrvApp
 from namesrv.config import NamesrvConfig
 from tests.helpers import broker_config, registrar_of, wait_until

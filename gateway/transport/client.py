@@ -13,10 +13,10 @@ from contextlib import asynccontextmanager
 
 import trio
 
-from gateway.address import split_address
-from gateway.config import ServerConfig
-from gateway.connection import Connection
-from gateway.dispatch import Dispatcher
+from gateway.transport.address import split_address
+from gateway.transport.config import ServerConfig
+from gateway.transport.connection import Connection
+from gateway.transport.dispatch import Dispatcher
 
 _client_ids = itertools.count(1_000_000)
 

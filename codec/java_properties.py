@@ -1,4 +1,5 @@
-"""Java ``.properties`` files (``broker.conf``, ``namesrv.conf``): the subset RocketMQ users write.
+"""Java ``.properties`` text (``broker.conf``, ``namesrv.conf``, GET_*_CONFIG bodies): the subset
+RocketMQ users write. Text in, a dict out; reading the file is the CLI's business.
 
 ``key=value``, ``key:value`` or ``key value`` per line; ``#`` and ``!`` start comments; a
 trailing backslash continues a line; leading white space is ignored. Unicode escapes and
@@ -8,7 +9,6 @@ the other rarely used forms of ``java.util.Properties`` are read literally.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 _SEPARATOR = re.compile(r"\s*[=:]\s*|\s+")
 
@@ -32,11 +32,6 @@ def parse_properties(text: str) -> dict[str, str]:
         parts = _SEPARATOR.split(pending, maxsplit=1)
         props[parts[0]] = parts[1].strip() if len(parts) > 1 else ""
     return props
-
-
-def read_properties(path: str | Path) -> dict[str, str]:
-    """Read a properties file; raises ``OSError`` when it cannot be read."""
-    return parse_properties(Path(path).read_text(encoding="utf-8"))
 
 
 def format_properties(props: dict[str, str]) -> str:

@@ -1,7 +1,7 @@
 """``ServerConfig``: the settings of a remoting server and of each connection it serves.
 
-One module of its own so that :mod:`gateway.connection` (which reads it per connection) and
-:mod:`gateway.server` (which builds connections) need not import each other.
+One module of its own so that :mod:`gateway.transport.connection` (which reads it per connection) and
+:mod:`gateway.transport.server` (which builds connections) need not import each other.
 """
 
 from __future__ import annotations

@@ -43,8 +43,8 @@ from codec.codes import ResponseCode
 from codec.command import RemotingCommand
 from codec.errors import FrameError, RocketMQError
 from codec.frame import FrameDecoder, encode_frame
-from gateway.config import ServerConfig
-from gateway.dispatch import ConnectionInfo, Dispatcher, RequestContext, Waiting
+from gateway.transport.config import ServerConfig
+from gateway.transport.dispatch import ConnectionInfo, Dispatcher, RequestContext, Waiting
 
 logger = logging.getLogger(__name__)
 
@@ -304,7 +304,7 @@ class Connection:
                 self._queued_bytes -= len(data)
                 self._room.unpark_all()
 
-    # -- calls to the peer (gateway.dispatch.Peer) ---------------------------------------------
+    # -- calls to the peer (gateway.transport.dispatch.Peer) ---------------------------------------------
 
     async def invoke(self, request: RemotingCommand, timeout_s: float) -> RemotingCommand:
         if self._closed:

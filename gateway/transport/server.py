@@ -1,7 +1,7 @@
 """The Trio TCP server that every component (NameServer, Broker) runs its dispatcher on.
 
 Usable with ``await nursery.start(server.run)``, which returns the bound listeners, so tests can
-bind port 0. Connections are served by :class:`gateway.connection.Connection`; the server keeps a
+bind port 0. Connections are served by :class:`gateway.transport.connection.Connection`; the server keeps a
 registry of them (by id, and by client id once a heartbeat names it) for broker-to-client calls.
 """
 
@@ -14,10 +14,10 @@ from typing import Any
 
 import trio
 
-from gateway.address import join_address
-from gateway.config import ServerConfig
-from gateway.connection import Connection
-from gateway.dispatch import Dispatcher
+from gateway.transport.address import join_address
+from gateway.transport.config import ServerConfig
+from gateway.transport.connection import Connection
+from gateway.transport.dispatch import Dispatcher
 
 logger = logging.getLogger(__name__)
 
