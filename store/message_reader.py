@@ -9,7 +9,7 @@ that is not whole (consume-queue units and index entries are written after their
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 
 from codec.errors import MessageFormatError
 from codec.message import decode_record
@@ -19,6 +19,7 @@ from store.config import CQ_STORE_UNIT_SIZE, StoreConfig
 from store.consume_queue import ConsumeQueue
 from store.consume_queue_store import ConsumeQueueStore
 from store.index_file import IndexService
+from store.message_filter import MessageFilter
 from store.results import CqUnit, GetMessageResult, GetMessageStatus, QueryMessageResult
 
 MAX_PULL_MSG_SIZE = 128 * 1024 * 1024  # DefaultMessageStore.MAX_PULL_MSG_SIZE
@@ -56,11 +57,16 @@ class MessageReader:
         offset: int,
         max_msg_nums: int,
         max_total_msg_size: int = MAX_PULL_MSG_SIZE,
-        tags_codes: Collection[int] | None = None,
+        message_filter: MessageFilter | None = None,
     ) -> GetMessageResult:
-        """Up to ``max_msg_nums`` records of a queue from ``offset`` (``DefaultMessageStore.getMessage``).
+        """Up to ``max_msg_nums`` matching records of a queue from ``offset``
+        (``DefaultMessageStore.getMessage``).
 
-        ``tags_codes``: the subscription's tag hash codes; ``None`` matches every message. The
+        ``message_filter`` is asked about each unit, then each record it lets through
+        (:mod:`store.message_filter`); ``None`` matches every message. Units are scanned up to
+        ``maxFilterMessageSize`` bytes of consume queue (at least ``max_msg_nums`` units) past
+        ``offset``, so a read that matches nothing in that window answers ``NO_MATCHED_MESSAGE``
+        with the offset after it, and the caller reads on from there, as in Java. The
         status and ``next_begin_offset`` for an empty queue, an offset below the min, at the max
         and past it are Java's (``NO_MESSAGE_IN_QUEUE``, ``OFFSET_TOO_SMALL``,
         ``OFFSET_OVERFLOW_ONE``, ``OFFSET_OVERFLOW_BADLY``).
@@ -80,7 +86,7 @@ class MessageReader:
                 GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset, min_offset, max_offset
             )
         result = GetMessageResult(GetMessageStatus.NO_MATCHED_MESSAGE, offset, min_offset, max_offset)
-        self._fill(result, cq, offset, max_msg_nums, max_total_msg_size, tags_codes)
+        self._fill(result, cq, offset, max_msg_nums, max_total_msg_size, message_filter)
         return result
 
     def _fill(
@@ -90,7 +96,7 @@ class MessageReader:
         offset: int,
         max_msg_nums: int,
         max_total_msg_size: int,
-        tags_codes: Collection[int] | None,
+        message_filter: MessageFilter | None,
     ) -> None:
         config = self.config
         max_filter_size = max(config.max_filter_message_size, max_msg_nums * CQ_STORE_UNIT_SIZE)
@@ -131,13 +137,17 @@ class MessageReader:
                     next_phy_file_start >= 0 and phy_offset < next_phy_file_start
                 ):
                     continue
-                if tags_codes is not None and _int32(tags) not in tags_codes:
+                if message_filter is not None and not message_filter.is_matched_by_consume_queue(
+                    _int32(tags)
+                ):
                     continue
                 data = self.commit_log.get_data(phy_offset, msg_size)
                 if data is None:
                     if total == 0:
                         result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
                     next_phy_file_start = self.commit_log.next_file_start(phy_offset)
+                    continue
+                if message_filter is not None and not message_filter.is_matched_by_commit_log(data):
                     continue
                 result.buffers.append(data)
                 result.queue_offsets.append(this_offset)

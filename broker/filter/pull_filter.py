@@ -30,6 +30,7 @@ from codec.errors import MessageFormatError, RocketMQError
 from codec.message import decode_record
 from codec.properties import decode_properties
 from store.config import CQ_STORE_UNIT_SIZE
+from store.message_filter import MessageFilter, TagsCodeFilter
 from store.results import GetMessageResult, GetMessageStatus
 
 MAX_FILTER_MESSAGE_SIZE = 16_000  # MessageStoreConfig.maxFilterMessageSize, bytes of CQ units
@@ -45,7 +46,7 @@ class MessageReading(Protocol):
         offset: int,
         max_msg_nums: int,
         max_total_msg_size: int = ...,
-        tags_codes: Collection[int] | None = None,
+        message_filter: MessageFilter | None = None,
     ) -> GetMessageResult: ...
 
 
@@ -132,7 +133,8 @@ def get_message(
 ) -> GetMessageResult:
     """A pull's read: the store's own for tag filters, the filtered scan for SQL92."""
     if not isinstance(pull_filter, ExpressionMessageFilter):
-        return store.get_message(topic, queue_id, offset, max_msg_nums, max_bytes, pull_filter)
+        tags = TagsCodeFilter(pull_filter) if pull_filter is not None else None
+        return store.get_message(topic, queue_id, offset, max_msg_nums, max_bytes, tags)
     window = max(MAX_FILTER_MESSAGE_SIZE, max_msg_nums * CQ_STORE_UNIT_SIZE) // CQ_STORE_UNIT_SIZE
     first = store.get_message(topic, queue_id, offset, max_msg_nums, max_bytes, None)
     if first.status is not GetMessageStatus.FOUND:

@@ -13,6 +13,7 @@ import pytest
 from codec.hashing import tags_code
 from codec.message import BLANK_MAGIC_CODE, MessageRecord, decode_record, iter_records, peek_record
 from codec.properties import KEYS, TAGS, UNIQ_KEY, decode_properties, encode_properties
+from store.message_filter import TagsCodeFilter
 from store.message_store import MessageStore
 from store.metadata import consumer_offsets, load_json_file, persist_json_file
 from store.results import GetMessageStatus, PutMessageStatus
@@ -109,9 +110,9 @@ def test_segments_roll_with_a_blank_marker_and_reads_cross_them(store: MessageSt
 def test_tag_filter_uses_the_tags_code(store: MessageStore) -> None:
     for i in range(6):
         store.put_message(message("F", 0, i, tag="TagA" if i % 3 == 0 else "TagB"))
-    got = store.get_message("F", 0, 0, 32, tags_codes={tags_code("TagA")})
+    got = store.get_message("F", 0, 0, 32, message_filter=TagsCodeFilter({tags_code("TagA")}))
     assert [decode_properties(r.properties)[TAGS] for r in iter_records(got.body())] == ["TagA", "TagA"]
-    none = store.get_message("F", 0, 1, 1, tags_codes={tags_code("TagC")})
+    none = store.get_message("F", 0, 1, 1, message_filter=TagsCodeFilter({tags_code("TagC")}))
     assert none.status is GetMessageStatus.NO_MATCHED_MESSAGE
 
 
