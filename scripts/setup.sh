@@ -1,16 +1,25 @@
-# Sourced by scripts/test and scripts/run: creates .venv and installs the project with its
-# dev dependencies when pyproject.toml changed since the last install. With SETUP_JAVA=0 the
-# Java side (scenario runner, reference RocketMQ jars) is skipped: `scripts/run` needs none of it.
+# Sourced by scripts/test and scripts/run: creates .venv and installs the project when
+# pyproject.toml changed since the last install. SETUP_EXTRAS names the extras to install with it
+# (default: all that the test suite needs; scripts/run sets it empty, since running the gateway needs
+# only its runtime dependencies). An install with every extra also serves scripts/run. With
+# SETUP_JAVA=0 the Java side (scenario runner, reference RocketMQ jars) is skipped.
 set -euo pipefail
 PY=${PYTHON:-python3}
+EXTRAS=${SETUP_EXTRAS-dev,testing,bench,spark}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
-  .venv/bin/pip install -q -U pip
 fi
-stamp=.venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)
-if [ ! -f "$stamp" ]; then
-  .venv/bin/pip install -q -e '.[dev,testing,bench,spark]'
-  rm -f .venv/.installed-*
+hash=$(sha1sum pyproject.toml | cut -c1-12)
+full=.venv/.installed-$hash-full
+stamp=.venv/.installed-$hash-${EXTRAS:+full}
+stamp=${stamp%-}
+if [ ! -f "$stamp" ] && [ ! -f "$full" ]; then
+  # pip's and the build backend's chatter goes to a log, shown only when the install fails
+  .venv/bin/pip install --disable-pip-version-check -e ".${EXTRAS:+[$EXTRAS]}" >.venv/pip-install.log 2>&1 ||
+    { tail -40 .venv/pip-install.log >&2; echo "setup: pip install failed (.venv/pip-install.log)" >&2; exit 1; }
+  if [ -n "$EXTRAS" ]; then
+    rm -f .venv/.installed-*
+  fi
   touch "$stamp"
 fi
 if [ "${SETUP_JAVA:-1}" = 1 ] && [ -f scripts/setup-java.sh ]; then
