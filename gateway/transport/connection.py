@@ -192,7 +192,10 @@ class Connection:
         if outcome is None:
             return
         if isinstance(outcome, RemotingCommand):
-            await self._answer(cmd, outcome)
+            try:  # inline rather than through _answer: one coroutine less on the hottest path
+                await self._enqueue(outcome)
+            except PeerClosedError:
+                logger.debug("%s: answer to opaque %d not sent, connection closing", self, cmd.opaque)
             return
         self._state.handler_started()
         nursery.start_soon(self._handle, cmd, outcome)
@@ -241,7 +244,8 @@ class Connection:
             return
         while not self._state.admit(frame, request=request):
             await self._room.park()
-        self._work.unpark()
+        if self._work:  # the writer is parked (a ParkingLot is true while a task waits in it)
+            self._work.unpark()
 
     async def _writer(self) -> None:
         state = self._state
@@ -266,7 +270,8 @@ class Connection:
                 self.close()
                 return
             state.release(len(frames), len(data))
-            self._room.unpark_all()
+            if self._room:
+                self._room.unpark_all()
 
     # -- calls to the peer (gateway.transport.dispatch.Peer) ---------------------------------------
 
@@ -304,7 +309,7 @@ class Connection:
         except RocketMQError as err:
             logger.error("%s: cannot encode %r: %s", self, request, err)
             return False
-        if admitted:
+        if admitted and self._work:
             self._work.unpark()
         return admitted
 
