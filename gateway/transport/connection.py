@@ -1,24 +1,26 @@
 """One client connection: a reader task, a writer task, handlers, and calls to the peer.
 
-Per connection (style.md, after trio's own servers and hypercorn):
+Built like the connection handlers of trio's own servers (``trio.serve_listeners``) and of
+hypercorn's Trio worker: one nursery per connection, whose tasks await I/O and report what
+happened to a :class:`gateway.transport.connection_state.ConnectionState`, which alone keeps the
+counts, the bounds, the pending calls and the lifecycle (``OPEN`` -> ``DRAINING`` -> ``CLOSED``):
 
 * the **reader** receives bytes, feeds the :class:`codec.frame.FrameDecoder` and runs each request
   of the read in turn through :meth:`Dispatcher.dispatch_nowait`: a handler that completes without
   waiting (most: every send under ``ASYNC_FLUSH``, route lookups) is answered right there, and
   only one that must wait gets a task of its own, at most ``max_in_flight`` such tasks at once.
   A task per request cost more CPU than most handlers, and answering inline queues all answers
-  of one read before the writer runs, so they leave in one ``send`` (issue 18). The reader never
-  stops reading because handlers are busy: a request beyond that bound is answered at once with
-  ``SYSTEM_BUSY`` and Java's remark
-  for a rejected submission (``NettyRemotingAbstract.processRequestCommand`` when its executor
-  throws ``RejectedExecutionException``), and a oneway request beyond it is dropped (logged at most
-  every ``_DROP_LOG_INTERVAL_S``). So a client that keeps thousands of async sends in flight
-  sees its own flow control kick in, instead of both sides blocking on a write: a client blocked
-  on writing to us may not read our answers until we read its requests (issue 18);
-* the **writer** alone calls ``send_all``, draining a queue of encoded frames bounded by
-  ``send_queue_size`` frames and ``send_queue_bytes`` bytes (a frame counts until it is written;
-  one larger than the byte bound is admitted when the queue is empty). Handlers and the reader's
-  busy answers wait for room there, so the reader pauses only when the *peer* does not read our
+  of one read before the writer runs, so they leave in one ``send``. The reader never stops
+  reading because handlers are busy: a request beyond that bound is answered at once with
+  ``SYSTEM_BUSY`` and Java's remark for a rejected submission
+  (``NettyRemotingAbstract.processRequestCommand`` when its executor throws
+  ``RejectedExecutionException``), and a oneway request beyond it is dropped (logged at most
+  every ``DROP_LOG_INTERVAL_S``). So a client that keeps thousands of async sends in flight sees
+  its own flow control kick in, instead of both sides blocking on a write: a client blocked on
+  writing to us may not read our answers until we read its requests;
+* the **writer** alone calls ``send_all``, draining the outbox, bounded by ``send_queue_size``
+  frames and ``send_queue_bytes`` bytes (see the state's docstring). Handlers and the reader's busy
+  answers wait for room there, so the reader pauses only when the *peer* does not read our
   answers, and a write that stalls for ``write_timeout_s`` closes the connection. The byte bound
   is large enough for thousands of small answers, so a client that writes a burst before it reads
   (the kernel's socket buffers hold far less) still gets through. Memory per connection is bounded
@@ -35,7 +37,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
 
 import trio
 
@@ -44,7 +45,10 @@ from codec.command import RemotingCommand
 from codec.errors import FrameError, RocketMQError
 from codec.frame import FrameDecoder, encode_frame
 from gateway.transport.config import ServerConfig
+from gateway.transport.connection_state import ConnectionState, PeerClosedError, Phase
 from gateway.transport.dispatch import ConnectionInfo, Dispatcher, RequestContext, Waiting
+
+__all__ = ["BUSY_REMARK", "Connection", "PeerClosedError", "PeerTimeoutError"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,23 +59,29 @@ _opaques = itertools.count(1)  # our own request ids, unique across connections
 # (NettyRemotingAbstract.processRequestCommand, RejectedExecutionException): clients match no text,
 # but operators grep for it.
 BUSY_REMARK = "[OVERLOAD]system busy, start flow control for a while"
-_DROP_LOG_INTERVAL_S = 10.0  # at most one "oneway dropped" line per connection per 10 s
-
-
-class PeerClosedError(RocketMQError):
-    """The connection closed before the peer answered."""
 
 
 class PeerTimeoutError(RocketMQError):
     """The peer did not answer in time."""
 
 
-class _Pending:
-    __slots__ = ("event", "response")
+class _Call:
+    """Waits for the answer to one of our requests (a :class:`connection_state.Waiter`)."""
+
+    __slots__ = ("done", "error", "response")
 
     def __init__(self) -> None:
-        self.event = trio.Event()
+        self.done = trio.Event()
         self.response: RemotingCommand | None = None
+        self.error: RocketMQError | None = None
+
+    def succeed(self, response: RemotingCommand) -> None:
+        self.response = response
+        self.done.set()
+
+    def fail(self, error: RocketMQError) -> None:
+        self.error = error
+        self.done.set()
 
 
 class Connection:
@@ -85,28 +95,17 @@ class Connection:
         self.config = config
         self.info = ConnectionInfo(conn_id, _addr(stream, remote=True), _addr(stream, remote=False), self)
         self._decoder = FrameDecoder(config.max_frame_size)
-        # Unbounded channel, bounded by _has_room: the bound counts bytes as well as frames.
-        self._send, self._outbox = trio.open_memory_channel[bytes](math.inf)
-        self._queued_bytes = 0
-        # Frames in the channel not yet taken by the writer: the channel's current_buffer_used,
-        # counted here because its statistics() builds an object per call (once per answer).
-        self._queued_frames = 0
+        self._state = ConnectionState(
+            repr(self.info),
+            max_frames=config.send_queue_size,
+            max_bytes=config.send_queue_bytes,
+            max_in_flight=config.max_in_flight,
+        )
+        self._scope = trio.CancelScope()  # the whole connection: close() cancels it
+        self._reader_scope = trio.CancelScope()  # reading only: stop_reading() cancels it
         self._room = trio.lowlevel.ParkingLot()  # enqueuers waiting for the writer to make room
-        self._in_flight = 0
-        self._drop_logged_at: float | None = None
-        self._dropped_since_log = 0
-        self._pending: dict[int, _Pending] = {}
-        self._cancel: trio.CancelScope | None = None
-        self._reader_scope = trio.CancelScope()
-        self._draining = False
-        self._drained = trio.Event()
-        self._closed = False
+        self._work = trio.lowlevel.ParkingLot()  # the writer, waiting for frames or the drain's end
         self._closed_event = trio.Event()
-        self.frames_in = 0
-        self.frames_out = 0
-        self.writes = 0  # send_all calls: frames_out / writes is how well answers coalesce
-        self.busy_answers = 0  # requests answered SYSTEM_BUSY at the in-flight bound
-        self.oneway_dropped = 0  # oneway requests dropped at the in-flight bound
 
     def __repr__(self) -> str:
         return repr(self.info)
@@ -114,31 +113,27 @@ class Connection:
     async def serve(self) -> None:
         """Run until the stream closes or the connection is closed; never raises for I/O errors."""
         try:
-            async with trio.open_nursery() as nursery:
-                self._cancel = nursery.cancel_scope
-                nursery.start_soon(self._writer)
-                with self._reader_scope:
-                    await self._reader(nursery)
-                # Reading stopped (EOF, error or shutdown): let in-flight handlers answer, let the
-                # writer drain what they queued, then leave; all of it within the grace period.
-                nursery.cancel_scope.deadline = trio.current_time() + self.config.shutdown_grace_s
-                self._draining = True
-                if self._in_flight:
-                    await self._drained.wait()
-                await self._send.aclose()
+            with self._scope:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._writer)
+                    with self._reader_scope:
+                        await self._reader(nursery)
+                    # Reading stopped (EOF, error or shutdown): let in-flight handlers answer, let
+                    # the writer drain what they queued, then leave; all within the grace period.
+                    self._scope.deadline = trio.current_time() + self.config.shutdown_grace_s
+                    self._state.reading_stopped()
+                    self._work.unpark_all()
         finally:
-            self._closed = True
+            self._state.close()
             self._closed_event.set()
-            for pending in self._pending.values():
-                pending.event.set()
-            self._pending.clear()
+            self._room.unpark_all()  # callers from other tasks waiting for room now fail
             with trio.move_on_after(1) as scope:
                 scope.shield = True
                 await trio.aclose_forcefully(self.stream)
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._state.phase is Phase.CLOSED
 
     async def wait_closed(self) -> None:
         """Return once the connection has closed."""
@@ -150,10 +145,7 @@ class Connection:
 
     def close(self) -> None:
         """Hard close: drop everything now."""
-        if self._cancel is not None:
-            self._cancel.cancel()
-        else:
-            self._reader_scope.cancel()
+        self._scope.cancel()
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -183,14 +175,15 @@ class Connection:
                 logger.warning("%s: closing, bad frame: %s", self, err)
                 return
             partial_since = (partial_since or trio.current_time()) if self._decoder.buffered else None
+            self._state.frames_received(len(commands))
             for cmd in commands:
-                self.frames_in += 1
                 if cmd.is_response:
-                    self._resolve(cmd)
-                elif self._in_flight >= self.config.max_in_flight:
-                    await self._refuse(cmd)
-                else:
+                    if not self._state.answer_received(cmd):
+                        logger.debug("%s: response to unknown opaque %d dropped", self, cmd.opaque)
+                elif self._state.handler_room:
                     await self._start(nursery, cmd)
+                else:
+                    await self._refuse(cmd)
 
     async def _start(self, nursery: trio.Nursery, cmd: RemotingCommand) -> None:
         """Run ``cmd`` inline as far as it goes; a handler that must wait continues in a task."""
@@ -199,166 +192,133 @@ class Connection:
         if outcome is None:
             return
         if isinstance(outcome, RemotingCommand):
-            try:
+            try:  # inline rather than through _answer: one coroutine less on the hottest path
                 await self._enqueue(outcome)
             except PeerClosedError:
-                logger.debug("%s: response to opaque %d not sent, connection closing", self, cmd.opaque)
+                logger.debug("%s: answer to opaque %d not sent, connection closing", self, cmd.opaque)
             return
-        self._in_flight += 1
+        self._state.handler_started()
         nursery.start_soon(self._handle, cmd, outcome)
 
     async def _refuse(self, cmd: RemotingCommand) -> None:
         """Answer a request beyond the in-flight bound with SYSTEM_BUSY; drop a oneway one."""
         if cmd.is_oneway:
-            self.oneway_dropped += 1
-            self._dropped_since_log += 1
-            now = trio.current_time()
-            if self._drop_logged_at is None or now - self._drop_logged_at >= _DROP_LOG_INTERVAL_S:
+            dropped = self._state.dropped_oneway(trio.current_time())
+            if dropped:
                 logger.warning(
                     "%s: %d oneway request(s) dropped, %d requests in flight (code of the last: %d)",
                     self,
-                    self._dropped_since_log,
-                    self._in_flight,
+                    dropped,
+                    self._state.in_flight,
                     cmd.code,
                 )
-                self._drop_logged_at, self._dropped_since_log = now, 0
             return
-        self.busy_answers += 1
-        try:
-            await self._enqueue(cmd.make_response(ResponseCode.SYSTEM_BUSY, remark=BUSY_REMARK))
-        except PeerClosedError:
-            logger.debug("%s: busy answer to opaque %d not sent, connection closing", self, cmd.opaque)
+        self._state.answered_busy()
+        await self._answer(cmd, cmd.make_response(ResponseCode.SYSTEM_BUSY, remark=BUSY_REMARK))
 
     async def _handle(self, cmd: RemotingCommand, waiting: Waiting) -> None:
         try:
             response = await waiting
             if response is not None:
-                await self._enqueue(response)
-        except PeerClosedError:
-            logger.debug("%s: response to opaque %d not sent, connection closing", self, cmd.opaque)
+                await self._answer(cmd, response)
         finally:
-            self._in_flight -= 1
-            if self._draining and not self._in_flight:
-                self._drained.set()
+            self._state.handler_finished()
+            if self._state.drained:
+                self._work.unpark_all()
 
-    def _resolve(self, response: RemotingCommand) -> None:
-        pending = self._pending.pop(response.opaque, None)
-        if pending is None:
-            logger.debug("%s: response to unknown opaque %d dropped", self, response.opaque)
-            return
-        pending.response = response
-        pending.event.set()
+    async def _answer(self, cmd: RemotingCommand, response: RemotingCommand) -> None:
+        try:
+            await self._enqueue(response)
+        except PeerClosedError:
+            logger.debug("%s: answer to opaque %d not sent, connection closing", self, cmd.opaque)
 
     # -- writing ------------------------------------------------------------------------------
 
-    async def _enqueue(self, cmd: RemotingCommand) -> None:
+    async def _enqueue(self, cmd: RemotingCommand, *, request: bool = False) -> None:
+        """Queue ``cmd`` for the writer, waiting for room; raises :class:`PeerClosedError` when
+        the connection takes no such frame any more (see :meth:`ConnectionState.admit`)."""
         try:
             frame = encode_frame(cmd)
         except RocketMQError as err:
             logger.error("%s: cannot encode %r: %s", self, cmd, err)
             return
-        try:
-            while not self._has_room(len(frame)):
-                await self._room.park()
-            self._send.send_nowait(frame)
-            self._queued_frames += 1
-            self._queued_bytes += len(frame)
-        except (trio.ClosedResourceError, trio.BrokenResourceError) as err:
-            raise PeerClosedError(f"{self}: connection closed") from err
-
-    def _has_room(self, size: int) -> bool:
-        queued = self._queued_frames
-        if not queued and not self._queued_bytes:
-            return True
-        return (
-            queued < self.config.send_queue_size and self._queued_bytes + size <= self.config.send_queue_bytes
-        )
+        while not self._state.admit(frame, request=request):
+            await self._room.park()
+        if self._work:  # the writer is parked (a ParkingLot is true while a task waits in it)
+            self._work.unpark()
 
     async def _writer(self) -> None:
-        async with self._outbox:
-            async for first in self._outbox:
-                # Coalesce whatever else is queued into one write: fewer syscalls under load.
-                frames = [first]
-                while len(frames) < _MAX_COALESCED_FRAMES:
-                    try:
-                        frames.append(self._outbox.receive_nowait())
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
-                self._queued_frames -= len(frames)
-                data = first if len(frames) == 1 else b"".join(frames)
-                with trio.move_on_after(self.config.write_timeout_s) as scope:
-                    try:
-                        await self.stream.send_all(data)
-                    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
-                        logger.debug("%s: send failed: %s", self, err)
-                        self.close()
-                        return
-                if scope.cancelled_caught:
-                    logger.warning(
-                        "%s: closing, peer not reading for %s s", self, self.config.write_timeout_s
-                    )
+        state = self._state
+        while True:
+            # Coalesce whatever is queued into one write: fewer syscalls under load.
+            frames = state.take(_MAX_COALESCED_FRAMES)
+            if not frames:
+                if state.drained:
+                    return
+                await self._work.park()
+                continue
+            data = frames[0] if len(frames) == 1 else b"".join(frames)
+            with trio.move_on_after(self.config.write_timeout_s) as scope:
+                try:
+                    await self.stream.send_all(data)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
+                    logger.debug("%s: send failed: %s", self, err)
                     self.close()
                     return
-                self.frames_out += len(frames)
-                self.writes += 1
-                self._queued_bytes -= len(data)
+            if scope.cancelled_caught:
+                logger.warning("%s: closing, peer not reading for %s s", self, self.config.write_timeout_s)
+                self.close()
+                return
+            state.release(len(frames), len(data))
+            if self._room:
                 self._room.unpark_all()
 
-    # -- calls to the peer (gateway.transport.dispatch.Peer) ---------------------------------------------
+    # -- calls to the peer (gateway.transport.dispatch.Peer) ---------------------------------------
 
     async def invoke(self, request: RemotingCommand, timeout_s: float) -> RemotingCommand:
-        if self._closed:
-            raise PeerClosedError(f"{self}: connection closed")
         request.opaque = next(_opaques) & 0x7FFFFFFF
-        pending = _Pending()
-        self._pending[request.opaque] = pending
+        call = _Call()
+        self._state.call_started(request.opaque, call)
         try:
             with trio.move_on_after(timeout_s):
-                await self._enqueue(request)
-                await pending.event.wait()
+                await self._enqueue(request, request=True)
+                await call.done.wait()
         finally:
-            self._pending.pop(request.opaque, None)
-        if pending.response is None:
-            if self._closed:
-                raise PeerClosedError(f"{self}: connection closed before the answer")
+            self._state.call_abandoned(request.opaque)
+        if call.error is not None:
+            raise call.error
+        if call.response is None:
             raise PeerTimeoutError(f"{self}: no answer within {timeout_s} s")
-        return pending.response
+        return call.response
 
     async def invoke_oneway(self, request: RemotingCommand) -> None:
         request.opaque = next(_opaques) & 0x7FFFFFFF
         request.flag |= 0x2
-        await self._enqueue(request)
+        await self._enqueue(request, request=True)
 
     def try_invoke_oneway(self, request: RemotingCommand) -> bool:
-        """Queue a oneway request without waiting; ``False`` (nothing sent) when the connection is
-        closed or its outbox is full. For notices such as NOTIFY_CONSUMER_IDS_CHANGED, which Java
-        sends with a 10 ms budget and drops when the channel is busy."""
+        """Queue a oneway request without waiting; ``False`` (nothing sent) unless the connection
+        is open and its outbox has room. For notices such as NOTIFY_CONSUMER_IDS_CHANGED, which
+        Java sends with a 10 ms budget and drops when the channel is busy."""
         request.opaque = next(_opaques) & 0x7FFFFFFF
         request.flag |= 0x2
         try:
-            self._send.send_nowait(encode_frame(request))
-            self._queued_frames += 1
-        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+            admitted = self._state.admit(encode_frame(request), request=True)
+        except PeerClosedError:
             return False
         except RocketMQError as err:
             logger.error("%s: cannot encode %r: %s", self, request, err)
             return False
-        return True
+        if admitted and self._work:
+            self._work.unpark()
+        return admitted
 
     def statistics(self) -> dict[str, object]:
         return {
             "id": self.info.id,
             "remote": self.info.remote_addr,
             "client_id": self.info.client_id,
-            "frames_in": self.frames_in,
-            "frames_out": self.frames_out,
-            "writes": self.writes,
-            "in_flight": self._in_flight,
-            "queued_frames": self._queued_frames,
-            "queued_bytes": self._queued_bytes,
-            "busy_answers": self.busy_answers,
-            "oneway_dropped": self.oneway_dropped,
-            "pending_calls": len(self._pending),
+            **self._state.statistics(),
             "buffered_bytes": self._decoder.buffered,
         }
 

@@ -18,7 +18,7 @@ under ``SYNC_FLUSH``) and the response otherwise.
 
 :meth:`Dispatcher.dispatch_nowait` runs a request as far as it goes without waiting: the
 connection answers what completes there inline, in its reader, and starts a task only for what
-must wait (a task per request costs more than most handlers; issue 18). :meth:`Dispatcher.dispatch`
+must wait (a task per request costs more than most handlers). :meth:`Dispatcher.dispatch`
 is the same, awaited to the end. ``observers`` are told of every answered request with its time.
 """
 

@@ -1,14 +1,24 @@
 """The Trio TCP server that every component (NameServer, Broker) runs its dispatcher on.
 
 Usable with ``await nursery.start(server.run)``, which returns the bound listeners, so tests can
-bind port 0. Connections are served by :class:`gateway.transport.connection.Connection`; the server keeps a
-registry of them (by id, and by client id once a heartbeat names it) for broker-to-client calls.
+bind port 0. Connections are served by :class:`gateway.transport.connection.Connection`; the server
+keeps the open ones by id, so that a shutdown can drain them and statistics can count them.
+Handlers reach their own client through ``RequestContext.connection.peer``.
+
+Errors from ``accept`` are handled as trio's ``serve_listeners`` does: when the process or the
+system is out of file descriptors or buffer memory, the listener logs it, pauses
+``ACCEPT_PAUSE_S`` and tries again, since connections closing meanwhile free what the next accept
+needs; any other error means the listener is broken and ends :meth:`RemotingServer.run` with it,
+instead of a loop that logs the same failure forever. (``trio.SocketListener.accept`` already
+retries the errors that concern only the one connection being accepted, such as ``ECONNABORTED``.)
 """
 
 from __future__ import annotations
 
+import errno
 import itertools
 import logging
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +30,10 @@ from gateway.transport.connection import Connection
 from gateway.transport.dispatch import Dispatcher
 
 logger = logging.getLogger(__name__)
+
+# accept(2) errors that mean "out of resources for now" (trio's ACCEPT_CAPACITY_ERRNOS).
+ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+ACCEPT_PAUSE_S = 0.1  # as trio.serve_listeners
 
 
 class RemotingServer:
@@ -44,13 +58,21 @@ class RemotingServer:
         self._done = trio.Event()
         self.accepted = 0
         self.refused = 0
+        self.accept_pauses = 0  # accepts that failed for lack of resources, each followed by a pause
         #: Called with each connection as it closes (e.g. the NameServer drops its brokers).
         self.on_disconnect: list[Callable[[Connection], None]] = []
 
     @property
     def addresses(self) -> list[str]:
-        """``host:port`` of every bound listener."""
-        return [join_address(*listener.socket.getsockname()[:2]) for listener in self.listeners]
+        """``host:port`` of every listener still open (none once the server has stopped)."""
+        addresses = []
+        for listener in self.listeners:
+            try:
+                host, port = listener.socket.getsockname()[:2]
+            except OSError:  # closed: statistics() of a stopped server still answers
+                continue
+            addresses.append(join_address(host, port))
+        return addresses
 
     @property
     def port(self) -> int:
@@ -82,9 +104,19 @@ class RemotingServer:
         while True:
             try:
                 stream = await listener.accept()
-            except OSError as err:  # e.g. EMFILE: back off instead of spinning
-                logger.warning("%s: accept failed: %s", self.name, err)
-                await trio.sleep(0.1)
+            except OSError as err:
+                if err.errno not in ACCEPT_CAPACITY_ERRNOS:
+                    raise
+                self.accept_pauses += 1
+                logger.error(
+                    "%s: accept failed with %s (%s), %d connections open; retrying in %s s",
+                    self.name,
+                    errno.errorcode[err.errno],
+                    os.strerror(err.errno),
+                    len(self.connections),
+                    ACCEPT_PAUSE_S,
+                )
+                await trio.sleep(ACCEPT_PAUSE_S)
                 continue
             if len(self.connections) >= self.config.max_connections:
                 self.refused += 1
@@ -113,13 +145,6 @@ class RemotingServer:
     async def wait_closed(self) -> None:
         await self._done.wait()
 
-    def find_client(self, client_id: str) -> Connection | None:
-        """The live connection of a client that named itself ``client_id`` in a heartbeat."""
-        for conn in self.connections.values():
-            if conn.info.client_id == client_id:
-                return conn
-        return None
-
     def statistics(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -127,5 +152,6 @@ class RemotingServer:
             "connections": len(self.connections),
             "accepted": self.accepted,
             "refused": self.refused,
+            "accept_pauses": self.accept_pauses,
             "dispatcher": self.dispatcher.statistics(),
         }

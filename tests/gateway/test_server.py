@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from codec.codes import RequestCode, ResponseCode, SerializeType
 from codec.command import RemotingCommand
@@ -157,6 +158,57 @@ async def test_peer_call_timeout_and_disconnect() -> None:
                 await conn.invoke(RemotingCommand.request(SLOW, {"seconds": "5"}), timeout_s=3)
 
 
+async def test_no_call_to_the_peer_once_the_connection_stops_reading() -> None:
+    """Its answer could no longer be read: the call fails at once, the handler in flight still
+    answers."""
+    async with running_server(shutdown_grace_s=5) as server, connect(addr(server)) as conn:
+        answers: list[RemotingCommand] = []
+
+        async def call_slow() -> None:
+            answers.append(await conn.invoke(RemotingCommand.request(SLOW, {"seconds": "1"}), timeout_s=5))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call_slow)
+            await wait_until(lambda: server.connections, 5)
+            (server_side,) = server.connections.values()
+            await wait_until(lambda: server_side.statistics()["in_flight"] == 1, 5)
+            server_side.stop_reading()
+            await trio.testing.wait_all_tasks_blocked()
+            with pytest.raises(PeerClosedError, match="draining"):
+                await server_side.invoke(RemotingCommand.request(ECHO), timeout_s=5)
+            with pytest.raises(PeerClosedError):
+                await server_side.invoke_oneway(RemotingCommand.request(ECHO))
+            assert answers == []  # failed before the drain ended
+        assert answers[0].remark == "slept"
+
+
+async def test_a_caller_waiting_for_room_fails_when_the_connection_closes() -> None:
+    """A peer that reads nothing: one large frame fills the outbox (``send_queue_size=1``), a
+    second caller waits for room and gets PeerClosedError when the connection closes."""
+    async with running_server(send_queue_size=1) as server:
+        stream = await _raw(server)
+        await wait_until(lambda: server.connections, 5)
+        (server_side,) = server.connections.values()
+        large = RemotingCommand.request(ECHO, body=b"x" * (16 * 1024 * 1024))  # beyond socket buffers
+        assert server_side.try_invoke_oneway(large)
+        failures: list[Exception] = []
+
+        async def notify() -> None:
+            try:
+                await server_side.invoke_oneway(RemotingCommand.request(ECHO))
+            except PeerClosedError as err:
+                failures.append(err)
+
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(notify)
+                await trio.testing.wait_all_tasks_blocked()
+                assert server_side.statistics()["queued_frames"] == 1  # the large one, unwritten
+                server_side.close()
+        assert len(failures) == 1
+        await trio.aclose_forcefully(stream)
+
+
 @pytest.mark.parametrize(
     "garbage",
     [
@@ -191,15 +243,17 @@ async def test_one_byte_a_while_is_closed_when_the_frame_never_completes() -> No
         closed = False
         with trio.fail_after(3):
             for byte in frame:
+                # Closed shows as EOF, or as a reset when the server closed with our last byte
+                # unread (on the send or on the receive that follows).
                 try:
                     await stream.send_all(bytes([byte]))
+                    with trio.move_on_after(0.1):
+                        if await stream.receive_some(10) == b"":
+                            closed = True
+                            break
                 except trio.BrokenResourceError:
                     closed = True
                     break
-                with trio.move_on_after(0.1):
-                    if await stream.receive_some(10) == b"":
-                        closed = True
-                        break
         assert closed
         async with connect(addr(server)) as good:
             assert (
