@@ -1,4 +1,4 @@
-"""The operations requests of issue 15 against an in-process broker through the wire protocol:
+"""The operations requests of ``mqadmin`` against an in-process broker through the wire protocol:
 batch updates, broker configuration, offset resets pushed to a live consumer, calls forwarded to
 a consumer, runtime statistics, the lone-master answers, unknown codes, and the Prometheus
 exporter. (The same subcommands through the real ``mqadmin``, side by side with the real broker,

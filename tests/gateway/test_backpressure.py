@@ -1,4 +1,4 @@
-"""Backpressure of one connection against clients that flood it (issue 18).
+"""Backpressure of one connection against clients that flood it.
 
 The defect: at ``max_in_flight`` the reader used to stop reading; a client that writes thousands of
 requests before it reads an answer (as RocketMQ's async benchmark producer does) then blocked on
