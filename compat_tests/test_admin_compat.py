@@ -1,4 +1,4 @@
-"""Issue 15: the operations subcommands of ``mqadmin`` 5.3.3 and the statistics and metrics behind
+"""The operations subcommands of ``mqadmin`` 5.3.3 and the statistics and metrics behind
 them, run against our gateway AND the real Apache RocketMQ 5.3.3 broker after the same traffic
 (a live push consumer, a producer), with identical assertions.
 

@@ -1,4 +1,4 @@
-"""Issue 5's scenarios: the unmodified Java clients of both lines against our broker AND against the
+"""The core messaging scenarios: the unmodified Java clients of both lines against our broker AND against the
 real Apache RocketMQ 5.3.3 broker, with identical assertions (a scenario that fails against the
 reference is a wrong test, not a feature of ours).
 

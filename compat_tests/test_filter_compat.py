@@ -1,4 +1,4 @@
-"""SQL92 filters (issue 14): the unmodified Java clients of both lines subscribe with
+"""SQL92 filters: the unmodified Java clients of both lines subscribe with
 ``MessageSelector.bySql`` against our broker AND the real Apache RocketMQ 5.3.3 broker, with
 identical assertions.
 

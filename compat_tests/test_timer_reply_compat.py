@@ -1,4 +1,4 @@
-"""5.x timer messages and request/reply (issue 14): unmodified Java clients against our broker AND
+"""5.x timer messages and request/reply: unmodified Java clients against our broker AND
 the real Apache RocketMQ 5.3.3 broker, with identical assertions.
 
 * Timer: ``Message.setDeliverTimeMs`` exists in the 5.3.3 client only (4.9.8 has no timer API), so

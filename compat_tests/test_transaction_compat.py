@@ -1,4 +1,4 @@
-"""Transactional messages with check-back (issue 14): the unmodified Java clients of both lines
+"""Transactional messages with check-back: the unmodified Java clients of both lines
 (``TransactionMQProducer``) and the Go client (``rocketmq-client-go/v2``) against our broker AND
 the real Apache RocketMQ 5.3.3 broker, with identical assertions.
 

@@ -12,6 +12,7 @@ from codec.bodies.route import KVTable, TopicList, TopicRouteData
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.config_fields import apply_properties
+from codec.errors import RocketMQError
 from codec.hashing import body_crc32
 from codec.headers import namesrv as h
 from codec.headers.base import EmptyHeader
@@ -77,7 +78,7 @@ class NamesrvProcessor:
         self, ctx: RequestContext, req: RemotingCommand, hd: h.RegisterBrokerRequestHeader
     ) -> RemotingCommand:
         if hd.body_crc32 and hd.body_crc32 != body_crc32(req.body):
-            return req.make_response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
+            raise RocketMQError("crc32 not match", response_code=ResponseCode.SYSTEM_ERROR)
         if hd.compressed:
             body = RegisterBrokerBody.decode_compressed(req.body, req.version)
         else:
@@ -114,9 +115,9 @@ class NamesrvProcessor:
     ) -> RemotingCommand:
         route = self.routes.route(hd.topic)
         if route is None:
-            return req.make_response(
-                ResponseCode.TOPIC_NOT_EXIST,
+            raise RocketMQError(
                 f"No topic route info in name server for the topic: {hd.topic}\n{FAQ}",
+                response_code=ResponseCode.TOPIC_NOT_EXIST,
             )
         if self.config.order_message_enable:
             route.order_topic_conf = self.kv.get(ORDER_TOPIC_CONFIG, hd.topic)
@@ -127,14 +128,14 @@ class NamesrvProcessor:
 
     def all_topics(self, ctx: RequestContext, req: RemotingCommand, _: Any) -> RemotingCommand:
         if not self.config.enable_all_topic_list:
-            return req.make_response(ResponseCode.SYSTEM_ERROR, "disable")
+            raise RocketMQError("disable", response_code=ResponseCode.SYSTEM_ERROR)
         return req.make_response(ResponseCode.SUCCESS, body=TopicList(self.routes.topics()).encode())
 
     def topics_by_cluster(
         self, ctx: RequestContext, req: RemotingCommand, hd: h.GetTopicsByClusterRequestHeader
     ) -> RemotingCommand:
         if not self.config.enable_topic_list:
-            return req.make_response(ResponseCode.SYSTEM_ERROR, "disable")
+            raise RocketMQError("disable", response_code=ResponseCode.SYSTEM_ERROR)
         return req.make_response(
             ResponseCode.SUCCESS, body=TopicList(self.routes.topics(hd.cluster)).encode()
         )
@@ -156,8 +157,9 @@ class NamesrvProcessor:
     ) -> RemotingCommand:
         value = self.kv.get(hd.namespace, hd.key)
         if value is None:
-            return req.make_response(
-                ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {hd.namespace} Key: {hd.key}"
+            raise RocketMQError(
+                f"No config item, Namespace: {hd.namespace} Key: {hd.key}",
+                response_code=ResponseCode.QUERY_NOT_FOUND,
             )
         return req.make_response(ResponseCode.SUCCESS, header=h.GetKVConfigResponseHeader(value))
 
@@ -172,8 +174,8 @@ class NamesrvProcessor:
     ) -> RemotingCommand:
         table = self.kv.namespace(hd.namespace)
         if not table:
-            return req.make_response(
-                ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {hd.namespace}"
+            raise RocketMQError(
+                f"No config item, Namespace: {hd.namespace}", response_code=ResponseCode.QUERY_NOT_FOUND
             )
         return req.make_response(ResponseCode.SUCCESS, body=KVTable(table).encode())
 
@@ -249,8 +251,9 @@ class NamesrvProcessor:
         props = parse_properties(req.body.decode("utf-8", "replace"))
         refused = CONFIG_BLACK_LIST & set(props)
         if refused:
-            return req.make_response(
-                ResponseCode.NO_PERMISSION, f"Can not update config in black list: {sorted(refused)}"
+            raise RocketMQError(
+                f"Can not update config in black list: {sorted(refused)}",
+                response_code=ResponseCode.NO_PERMISSION,
             )
         self.config.extra.update(apply_properties(self.config, props))
         return req.make_response(ResponseCode.SUCCESS)

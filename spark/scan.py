@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 BATCH_ROWS = 16384  # rows per Arrow batch: ~16 MiB of 1 KiB bodies
 READ_AHEAD_SLACK = 4 * 1024 * 1024  # past a range's end: its last record ends there (maxMessageSize)
-DEFAULT_MAX_BYTES_PER_PARTITION = 128 * 1024 * 1024  # the default, as Spark's maxPartitionBytes
+DEFAULT_MAX_BYTES_PER_PARTITION = 128 * 1024 * 1024  # Spark's own default maxPartitionBytes
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,6 @@ import contextlib
 import errno
 import mmap
 import os
-import struct
 
 from store.errors import DiskFullError, StoreCorruptionError, StoreIOError
 
@@ -222,9 +221,6 @@ class MappedFile:
         self.mm[pos:end] = data
         self.wrote_position = end
         return pos
-
-    def pack_at(self, fmt: struct.Struct, pos: int, *values: int) -> None:
-        fmt.pack_into(self.mm, pos, *values)
 
     def read(self, pos: int, size: int) -> bytes:
         return self.mm[pos : pos + size]

@@ -56,7 +56,7 @@ from store.consume_queue_store import ConsumeQueueStore
 from store.dispatch import ArrivalListener, CommitLogDispatcher, has_queue_entry
 from store.errors import MessageTooLargeError, RateLimitedLog, StoreClosedError, StoreIOError
 from store.index_file import IndexService
-from store.mapped_file import PAGE_SIZE
+from store.mapped_file import PAGE_SIZE, MappedFile
 from store.message_reader import MessageReader
 from store.metadata import ConfigFiles
 from store.recovery import recover
@@ -230,9 +230,41 @@ class MessageStore(MessageReader):
 
         ``properties``, when given, are the records' properties strings already decoded (the
         caller built them), so the dispatch (tags, keys, delay) need not parse them again.
+        The steps (each a method, called once per put): refuse when closed or not writable,
+        measure every record, reserve the disk blocks, encode the batch, write it, dispatch it.
         """
         if properties is not None and len(properties) != len(msgs):
             raise ValueError("one properties mapping per message")
+        refused = self._refuse_put()
+        if refused is not None:
+            return refused
+        if not msgs:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
+        now = self.clock()
+        first = msgs[0]
+        key = (first.topic, first.queue_id)
+        queue_offset = self.queue_offsets.get(key, 0)
+        measured = self._measure_batch(msgs, properties, queue_offset, now)
+        if isinstance(measured, PutMessageResult):
+            return measured
+        layouts, props_list, total, next_offset = measured
+        reserved = self._reserve_batch(total, key, queue_offset, next_offset, len(msgs))
+        if isinstance(reserved, PutMessageResult):
+            return reserved
+        mf, phys = reserved
+        data = self._encode_batch(msgs, layouts, total, phys)
+        end = self.commit_log.write(mf, data)
+        self.queue_offsets[key] = next_offset
+        self._last_put = (end, now)
+        self.put_times += 1
+        self.put_message_count += len(msgs)
+        self._dispatch_batch(msgs, layouts, props_list)
+        return PutMessageResult(
+            PutMessageStatus.PUT_OK, AppendMessageResult(phys, len(data), queue_offset, now, len(msgs))
+        )
+
+    def _refuse_put(self) -> PutMessageResult | None:
+        """The answer to a put while the store is closed or not writable, else ``None``."""
         if not self._open:
             return PutMessageResult(
                 PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="message store is not open"
@@ -246,12 +278,19 @@ class MessageStore(MessageReader):
             return PutMessageResult(
                 PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="message store is not writeable (disk full)"
             )
-        if not msgs:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
-        now = self.clock()
+        return None
+
+    def _measure_batch(
+        self,
+        msgs: Sequence[MessageRecord],
+        properties: Sequence[dict[str, str]] | None,
+        queue_offset: int,
+        now: int,
+    ) -> tuple[list[RecordLayout], list[dict[str, str]], int, int] | PutMessageResult:
+        """Stamp each record (queue offset, store time) and measure it: the layouts, the decoded
+        properties, the batch's total size and the queue offset after it; or the refusal of the
+        first record that cannot be stored."""
         first = msgs[0]
-        key = (first.topic, first.queue_id)
-        queue_offset = self.queue_offsets.get(key, 0)
         next_offset = queue_offset
         layouts: list[RecordLayout] = []
         props_list: list[dict[str, str]] = []
@@ -281,39 +320,53 @@ class MessageStore(MessageReader):
             layouts.append(layout)
             total += layout.size
             props_list.append(decode_properties(msg.properties) if properties is None else properties[i])
+        return layouts, props_list, total, next_offset
+
+    def _reserve_batch(
+        self, total: int, key: tuple[str, int], queue_offset: int, next_offset: int, count: int
+    ) -> tuple[MappedFile, int] | PutMessageResult:
+        """The commit-log file and offset the batch goes to, with every file the dispatch will
+        need created first, so that a full disk fails the put cleanly instead of leaving a record
+        without its queue unit; or the refusal."""
         try:
             mf, phys = self.commit_log.reserve(total)
-            # Create every file the dispatch will need before the record goes in, so that a full
-            # disk fails the put cleanly instead of leaving a record without its queue unit.
             if next_offset > queue_offset:
                 self.queues.find_or_create(*key).prepare(queue_offset, next_offset - queue_offset)
             if self.config.message_index_enable:
-                self.index.prepare(MAX_KEYS_RESERVED * len(msgs))
+                self.index.prepare(MAX_KEYS_RESERVED * count)
         except MessageTooLargeError as err:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=str(err))
         except StoreIOError as err:
             self._refusals.log("put refused: %s; disk %s", err, self.disk_report())
             return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(err))
-        # The whole batch is encoded into one buffer, its offsets known, then copied in once.
+        return mf, phys
+
+    @staticmethod
+    def _encode_batch(
+        msgs: Sequence[MessageRecord], layouts: list[RecordLayout], total: int, phys: int
+    ) -> bytearray:
+        """The whole batch encoded into one buffer, each record given its commit-log offset, so
+        that it is copied into the file at once."""
         data = bytearray(total)
         pos = 0
         for msg, layout in zip(msgs, layouts, strict=True):
             msg.physical_offset = phys + pos
             encode_record_into(data, pos, msg, layout)
             pos += layout.size
-        end = self.commit_log.write(mf, data)
-        self.queue_offsets[key] = next_offset
-        self._last_put = (end, now)
-        self.put_times += 1
-        self.put_message_count += len(msgs)
+        return data
+
+    def _dispatch_batch(
+        self, msgs: Sequence[MessageRecord], layouts: list[RecordLayout], props_list: list[dict[str, str]]
+    ) -> None:
+        """Consume-queue units and index entries of the written records, and the arrival listener."""
         dispatch = self.dispatcher.dispatch_record
         on_arrival = self.on_arrival
         for layout, msg, props in zip(layouts, msgs, props_list, strict=True):
             try:
                 req = dispatch(msg, msg.physical_offset, layout.size, props)
             except StoreIOError as err:
-                # The record is in the commit log (acknowledged below); the next start re-dispatches
-                # it. Until then the store takes no writes (Java's makeLogicsQueueError).
+                # The record is in the commit log (acknowledged by the caller); the next start
+                # re-dispatches it. Until then the store takes no writes (Java's makeLogicsQueueError).
                 self._dispatch_failed = True
                 logger.error(
                     "consume queue/index write failed at commit-log offset %d: %s; the store refuses "
@@ -325,9 +378,6 @@ class MessageStore(MessageReader):
                 continue
             if on_arrival is not None and req.has_queue_entry:
                 on_arrival(req, props)
-        return PutMessageResult(
-            PutMessageStatus.PUT_OK, AppendMessageResult(phys, len(data), queue_offset, now, len(msgs))
-        )
 
     # -- flushing --------------------------------------------------------------------------------
 

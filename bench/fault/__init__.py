@@ -1,1 +1,2 @@
-"""Long fault runs (issue 13): ``python -m bench.fault``."""
+"""Long fault runs (kill -9 cycles, wire fuzzing) beyond what the test suite bounds:
+``python -m bench.fault``."""

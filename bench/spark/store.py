@@ -22,7 +22,7 @@ from store.message_store import MessageStore
 
 logger = logging.getLogger(__name__)
 
-BODY_BYTES = 1024  # the "1 KiB messages"
+BODY_BYTES = 1024  # 1 KiB messages, the size the Spark throughput goal is stated for
 TOPICS = ("BenchOrders", "BenchPayments", "BenchAudit", "BenchClicks")
 QUEUES = 4  # per topic (the default queue count of an auto-created topic)
 BATCH = 64  # messages per put_messages call

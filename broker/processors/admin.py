@@ -19,7 +19,6 @@ from broker.controller import BrokerController
 from broker.stats import broker_stats
 from broker.subscription_group_manager import SubscriptionGroupConfig
 from broker.topic_config_manager import (
-    TopicValidationError,
     is_system_topic,
     is_valid_group,
     validate_topic,
@@ -30,6 +29,7 @@ from codec.bodies.lock import LockBatchRequestBody, LockBatchResponseBody, Unloc
 from codec.bodies.register import TopicConfig
 from codec.codes import LanguageCode, RequestCode, ResponseCode
 from codec.command import RemotingCommand
+from codec.errors import RocketMQError
 from codec.headers.admin import (
     CreateTopicRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
@@ -103,13 +103,11 @@ class AdminBrokerProcessor:
     def update_and_create_topic(
         self, _ctx: RequestContext, request: RemotingCommand, header: CreateTopicRequestHeader
     ) -> RemotingCommand:
-        try:
-            validate_topic(header.topic)
-        except TopicValidationError as err:
-            return request.make_response(ResponseCode.INVALID_PARAMETER, str(err))
+        validate_topic(header.topic)  # refusals raise TopicValidationError (INVALID_PARAMETER)
         if is_system_topic(header.topic):
-            return request.make_response(
-                ResponseCode.INVALID_PARAMETER, f"The topic[{header.topic}] is conflict with system topic."
+            raise RocketMQError(
+                f"The topic[{header.topic}] is conflict with system topic.",
+                response_code=ResponseCode.INVALID_PARAMETER,
             )
         existing = self.broker.topics.select(header.topic)
         topic = TopicConfig(
@@ -123,10 +121,7 @@ class AdminBrokerProcessor:
         )
         if existing is not None:
             topic.attributes = dict(existing.attributes)
-        try:
-            validate_topic_config(topic)
-        except TopicValidationError as err:
-            return request.make_response(ResponseCode.INVALID_PARAMETER, str(err))
+        validate_topic_config(topic)
         self.broker.topics.update(topic)
         return request.make_response(ResponseCode.SUCCESS)
 
@@ -152,8 +147,8 @@ class AdminBrokerProcessor:
         """``TopicConfigAndQueueMapping``: the topic config (no static-topic mapping here)."""
         topic = self.broker.topics.select(header.topic)
         if topic is None:
-            return request.make_response(
-                ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {header.topic}"
+            raise RocketMQError(
+                f"No topic in this broker. topic: {header.topic}", response_code=ResponseCode.TOPIC_NOT_EXIST
             )
         return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps(topic.to_obj()))
 
@@ -163,7 +158,9 @@ class AdminBrokerProcessor:
         broker = self.broker
         topic = broker.topics.select(header.topic)
         if topic is None:
-            return request.make_response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist")
+            raise RocketMQError(
+                f"topic[{header.topic}] not exist", response_code=ResponseCode.TOPIC_NOT_EXIST
+            )
         store = broker.store
         entries = []
         for queue_id in range(max(topic.read_queue_nums, topic.write_queue_nums)):
@@ -245,8 +242,9 @@ class AdminBrokerProcessor:
     ) -> RemotingCommand:
         channels = self.broker.clients.producers.get(header.producer_group)
         if not channels:
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR, f"the producer group[{header.producer_group}] not exist"
+            raise RocketMQError(
+                f"the producer group[{header.producer_group}] not exist",
+                response_code=ResponseCode.SYSTEM_ERROR,
             )
         body = {"connectionSet": [_connection(c) for c in channels.values()]}
         return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps(body))
@@ -258,8 +256,8 @@ class AdminBrokerProcessor:
     ) -> RemotingCommand:
         group = SubscriptionGroupConfig.decode(request.body)
         if not is_valid_group(group.group_name):
-            return request.make_response(
-                ResponseCode.INVALID_PARAMETER, f"invalid group name {group.group_name!r}"
+            raise RocketMQError(
+                f"invalid group name {group.group_name!r}", response_code=ResponseCode.INVALID_PARAMETER
             )
         self.broker.groups.update(group)
         return request.make_response(ResponseCode.SUCCESS)
@@ -274,8 +272,8 @@ class AdminBrokerProcessor:
     ) -> RemotingCommand:
         group = self.broker.groups.find(header.group, create=False)
         if group is None:
-            return request.make_response(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"group {header.group} not exist"
+            raise RocketMQError(
+                f"group {header.group} not exist", response_code=ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
             )
         return request.make_response(ResponseCode.SUCCESS, body=group.encode())
 
@@ -302,8 +300,9 @@ class AdminBrokerProcessor:
     ) -> RemotingCommand:
         info = self.broker.clients.consumers.get(header.consumer_group)
         if info is None or not info.channels:
-            return request.make_response(
-                ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{header.consumer_group}] not online"
+            raise RocketMQError(
+                f"the consumer group[{header.consumer_group}] not online",
+                response_code=ResponseCode.CONSUMER_NOT_ONLINE,
             )
         connections = [_connection(c) for c in info.channels.values()]
         doc = {

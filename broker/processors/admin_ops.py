@@ -23,7 +23,6 @@ from typing import Any
 from broker.controller import BrokerController
 from broker.subscription_group_manager import SubscriptionGroupConfig
 from broker.topic_config_manager import (
-    TopicValidationError,
     is_system_topic,
     is_valid_group,
     validate_topic_config,
@@ -32,7 +31,7 @@ from codec import fastjson
 from codec.bodies.register import TopicConfig
 from codec.codes import LanguageCode, RequestCode, ResponseCode
 from codec.command import RemotingCommand
-from codec.errors import CodecError
+from codec.errors import CodecError, RocketMQError
 from codec.headers.admin import QueryConsumeQueueRequestHeader
 from gateway.transport.dispatch import Dispatcher, RequestContext
 
@@ -102,21 +101,20 @@ class AdminOpsProcessor:
             doc = fastjson.loads(request.body)
             topics = [TopicConfig.from_obj(obj) for obj in doc.get("topicConfigList") or []]
         except (CodecError, AttributeError, TypeError, ValueError) as err:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, f"bad CreateTopicListRequestBody: {err}")
+            raise RocketMQError(
+                f"bad CreateTopicListRequestBody: {err}", response_code=ResponseCode.SYSTEM_ERROR
+            ) from err
         logger.info(
             "updateAndCreateTopicList: topicNames: %s, called by %s",
             ";".join(t.topic_name for t in topics),
             ctx.connection.remote_addr,
         )
         for topic in topics:
-            try:
-                validate_topic_config(topic)
-            except TopicValidationError as err:
-                return request.make_response(ResponseCode.INVALID_PARAMETER, str(err))
+            validate_topic_config(topic)  # refusals raise TopicValidationError (INVALID_PARAMETER)
             if is_system_topic(topic.topic_name):
-                return request.make_response(
-                    ResponseCode.INVALID_PARAMETER,
+                raise RocketMQError(
                     f"The topic[{topic.topic_name}] is conflict with system topic.",
+                    response_code=ResponseCode.INVALID_PARAMETER,
                 )
         for topic in topics:
             if topic != self.broker.topics.select(topic.topic_name):
@@ -130,7 +128,9 @@ class AdminOpsProcessor:
             doc = fastjson.loads(request.body)
             groups = [SubscriptionGroupConfig.from_obj(obj) for obj in doc.get("groupConfigList") or []]
         except (CodecError, AttributeError, TypeError, ValueError) as err:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, f"bad SubscriptionGroupList: {err}")
+            raise RocketMQError(
+                f"bad SubscriptionGroupList: {err}", response_code=ResponseCode.SYSTEM_ERROR
+            ) from err
         logger.info(
             "updateAndCreateSubscriptionGroupList: groupNames: %s, called by %s",
             ";".join(g.group_name for g in groups),
@@ -138,8 +138,8 @@ class AdminOpsProcessor:
         )
         for group in groups:
             if not is_valid_group(group.group_name):
-                return request.make_response(
-                    ResponseCode.INVALID_PARAMETER, f"invalid group name {group.group_name!r}"
+                raise RocketMQError(
+                    f"invalid group name {group.group_name!r}", response_code=ResponseCode.INVALID_PARAMETER
                 )
         for group in groups:
             self.broker.groups.update(group)
@@ -216,7 +216,7 @@ class AdminOpsProcessor:
         store = self.broker.store
         topic, queue_id = header.topic, header.queue_id
         if self.broker.topics.select(topic) is None and store.get_max_offset_in_queue(topic, queue_id) == 0:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, f"{queue_id}@{topic} is not exist!")
+            raise RocketMQError(f"{queue_id}@{topic} is not exist!", response_code=ResponseCode.SYSTEM_ERROR)
         body: dict[str, Any] = {
             "maxQueueIndex": store.get_max_offset_in_queue(topic, queue_id),
             "minQueueIndex": store.get_min_offset_in_queue(topic, queue_id),

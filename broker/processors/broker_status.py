@@ -32,6 +32,7 @@ from codec.bodies.route import KVTable
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.config_fields import apply_properties, camel_case
+from codec.errors import RocketMQError
 from codec.headers.admin import ViewBrokerStatsDataRequestHeader
 from codec.java_properties import format_properties, parse_properties
 from codec.versions import CURRENT_VERSION, version_desc
@@ -178,17 +179,21 @@ class BrokerStatusProcessor:
         try:
             props = parse_properties(request.body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as err:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, f"string2Properties error: {err}")
+            raise RocketMQError(
+                f"string2Properties error: {err}", response_code=ResponseCode.SYSTEM_ERROR
+            ) from err
         logger.info("updateBrokerConfig, new config: %s client: %s", props, ctx.connection.remote_addr)
         config = self.broker.config
         black_list = config.extra.get("configBlackList", CONFIG_BLACK_LIST).split(";")
         if any(key in black_list for key in props):
-            return request.make_response(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
+            raise RocketMQError(
+                "Can not update config in black list.", response_code=ResponseCode.NO_PERMISSION
+            )
         try:
             unknown = apply_properties(config, {JAVA_KEY_ALIASES.get(k, k): v for k, v in props.items()})
             unknown = apply_properties(self.broker.store.config, unknown)
         except ValueError as err:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, str(err))
+            raise RocketMQError(str(err), response_code=ResponseCode.SYSTEM_ERROR) from err
         config.extra.update(unknown)
         if "brokerPermission" in props:
             # Java bumps the topic data version and re-registers: a topics change does both here.
@@ -218,8 +223,9 @@ class BrokerStatusProcessor:
     ) -> RemotingCommand:
         item = self.stats.item(header.stats_name, header.stats_key)
         if item is None:
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR, f"The stats <{header.stats_name}> <{header.stats_key}> not exist"
+            raise RocketMQError(
+                f"The stats <{header.stats_name}> <{header.stats_key}> not exist",
+                response_code=ResponseCode.SYSTEM_ERROR,
             )
         now = self.stats.clock()
         body = {}

@@ -13,6 +13,7 @@ from codec.bodies.heartbeat import CheckClientRequestBody, HeartbeatData
 from codec.bodies.register import PERM_READ, PERM_WRITE
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
+from codec.errors import RocketMQError
 from codec.headers.base import EmptyHeader
 from codec.headers.client import UnregisterClientRequestHeader
 from gateway.transport.dispatch import Dispatcher, RequestContext
@@ -78,9 +79,9 @@ class ClientManageProcessor:
         if sub is None or is_tag_type(sub.expression_type):
             return request.make_response(ResponseCode.SUCCESS)
         if not self.broker.config.enable_property_filter:
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR,
+            raise RocketMQError(
                 f"The broker does not support consumer to filter message by {sub.expression_type}",
+                response_code=ResponseCode.SYSTEM_ERROR,
             )
         try:
             compile_expression(sub.expression_type, sub.sub_string)
@@ -92,5 +93,9 @@ class ClientManageProcessor:
                 sub.sub_string,
                 err,
             )
-            return request.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(err) or None)
+            if not str(err):
+                # Java answers a message-less exception with a null remark (no "remark" key in the
+                # JSON header); the dispatcher's answer to a raised error always carries one.
+                return request.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED)
+            raise  # FilterCompileError answers SUBSCRIPTION_PARSE_FAILED with its message as remark
         return request.make_response(ResponseCode.SUCCESS)

@@ -22,7 +22,7 @@ from broker.controller import BrokerController
 from codec import fastjson
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
-from codec.errors import CodecError
+from codec.errors import CodecError, RocketMQError
 from codec.headers.admin import (
     ConsumeMessageDirectlyResultRequestHeader,
     GetConsumerRunningInfoRequestHeader,
@@ -84,10 +84,10 @@ class ClientOpsProcessor:
         )  # fmt: skip
         config = broker.topics.select(topic)
         if config is None:
-            return request.make_response(ResponseCode.TOPIC_NOT_EXIST, f"Topic {topic} does not exist")
+            raise RocketMQError(f"Topic {topic} does not exist", response_code=ResponseCode.TOPIC_NOT_EXIST)
         if broker.groups.find(group, create=False) is None:
-            return request.make_response(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {group} does not exist"
+            raise RocketMQError(
+                f"Group {group} does not exist", response_code=ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
             )
         store = broker.store
         offsets: dict[int, int] = {}
@@ -97,9 +97,9 @@ class ClientOpsProcessor:
                 low = store.get_min_offset_in_queue(topic, header.queue_id)
                 high = store.get_max_offset_in_queue(topic, header.queue_id)
                 if (low >= 0 and offset < low) or offset > high + 1:
-                    return request.make_response(
-                        ResponseCode.SYSTEM_ERROR,
+                    raise RocketMQError(
                         f"Target offset {offset} not in consume queue range [{low}-{high}]",
+                        response_code=ResponseCode.SYSTEM_ERROR,
                     )
             else:
                 offset = self._search_offset(topic, header.queue_id, header.timestamp)
@@ -108,7 +108,7 @@ class ClientOpsProcessor:
             for queue_id in range(config.read_queue_nums):
                 offsets[queue_id] = self._search_offset(topic, queue_id, header.timestamp)
         if not offsets:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, "No queues to reset.")
+            raise RocketMQError("No queues to reset.", response_code=ResponseCode.SYSTEM_ERROR)
         for queue_id, offset in offsets.items():
             broker.offsets.commit(group, topic, queue_id, offset)
         body = reset_offset_body(topic, broker.config.broker_name, offsets)
@@ -189,23 +189,25 @@ class ClientOpsProcessor:
             (c for c in info.channels.values() if c.client_id == client_id), None
         ) if info is not None else None  # fmt: skip
         if channel is None or channel.connection.peer is None:
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR, f"The Consumer <{group}> <{client_id}> not online"
+            raise RocketMQError(
+                f"The Consumer <{group}> <{client_id}> not online", response_code=ResponseCode.SYSTEM_ERROR
             )
         if channel.version < V3_1_8_SNAPSHOT:
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR,
+            raise RocketMQError(
                 f"The Consumer <{client_id}> Version <{version_desc(channel.version)}> too low to finish, "
                 "please upgrade it to V3_1_8_SNAPSHOT",
+                response_code=ResponseCode.SYSTEM_ERROR,
             )
         try:
             answer = await channel.connection.peer.invoke(forwarded, CALL_CLIENT_TIMEOUT_S)
         except Exception as err:  # the peer's timeout or closed-connection error
             if "Timeout" in type(err).__name__:
-                return request.make_response(
-                    ResponseCode.CONSUME_MSG_TIMEOUT, f"consumer <{group}> <{client_id}> Timeout: {err}"
-                )
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR, f"invoke consumer <{group}> <{client_id}> Exception: {err}"
-            )
+                raise RocketMQError(
+                    f"consumer <{group}> <{client_id}> Timeout: {err}",
+                    response_code=ResponseCode.CONSUME_MSG_TIMEOUT,
+                ) from err
+            raise RocketMQError(
+                f"invoke consumer <{group}> <{client_id}> Exception: {err}",
+                response_code=ResponseCode.SYSTEM_ERROR,
+            ) from err
         return request.make_response(answer.code, answer.remark, header=answer.ext_fields, body=answer.body)

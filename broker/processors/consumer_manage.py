@@ -7,6 +7,7 @@ from broker.controller import BrokerController
 from codec.bodies.heartbeat import ConsumerListBody
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
+from codec.errors import RocketMQError
 from codec.headers.client import (
     GetConsumerListByGroupRequestHeader,
     GetEarliestMsgStoretimeRequestHeader,
@@ -54,8 +55,9 @@ class ConsumerManageProcessor:
         info = self.broker.clients.consumers.get(header.consumer_group)
         ids = info.client_ids() if info else []
         if not ids:
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {header.consumer_group}"
+            raise RocketMQError(
+                f"no consumer for this group, {header.consumer_group}",
+                response_code=ResponseCode.SYSTEM_ERROR,
             )
         return request.make_response(ResponseCode.SUCCESS, header={}, body=ConsumerListBody(ids).encode())
 
@@ -71,9 +73,9 @@ class ConsumerManageProcessor:
             ) <= 0 and broker.first_message_in_memory(header.topic, header.queue_id):
                 offset = 0
         if offset < 0:
-            return request.make_response(
-                ResponseCode.QUERY_NOT_FOUND,
+            raise RocketMQError(
                 "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first",
+                response_code=ResponseCode.QUERY_NOT_FOUND,
             )
         return request.make_response(ResponseCode.SUCCESS, header=OffsetResponseHeader(offset))
 
@@ -82,12 +84,14 @@ class ConsumerManageProcessor:
     ) -> RemotingCommand:
         broker = self.broker
         if broker.groups.find(header.consumer_group, create=False) is None:
-            return request.make_response(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+            raise RocketMQError(
                 f"subscription group not exist, {header.consumer_group}",
+                response_code=ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
             )
         if broker.topics.select(header.topic) is None:
-            return request.make_response(ResponseCode.TOPIC_NOT_EXIST, f"topic not exist, {header.topic}")
+            raise RocketMQError(
+                f"topic not exist, {header.topic}", response_code=ResponseCode.TOPIC_NOT_EXIST
+            )
         broker.offsets.commit(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
         return request.make_response(ResponseCode.SUCCESS, header={})
 

@@ -17,11 +17,12 @@ import logging
 
 from broker.controller import BrokerController
 from broker.schedule import apply_delay_level
-from broker.timer.service import TimerMessageError, route_timer_message
+from broker.timer.service import route_timer_message
 from broker.transaction.bridge import HALF_TOPIC, committed_message
 from broker.transaction.service import TransactionalMessageService, immunity_floor_ms
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
+from codec.errors import RocketMQError
 from codec.headers.transaction import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
@@ -34,12 +35,17 @@ from store.results import PutMessageStatus
 
 logger = logging.getLogger(__name__)
 
-#: ``sendFinalMessage``: store status -> (code, remark); statuses not listed are SYSTEM_ERROR.
-_FINAL_PUT = {
-    PutMessageStatus.PUT_OK: (ResponseCode.SUCCESS, None),
-    PutMessageStatus.FLUSH_DISK_TIMEOUT: (ResponseCode.SUCCESS, None),
-    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: (ResponseCode.SUCCESS, None),
-    PutMessageStatus.SLAVE_NOT_AVAILABLE: (ResponseCode.SUCCESS, None),
+#: ``sendFinalMessage``: the store statuses it answers SUCCESS ...
+_FINAL_PUT_OK = frozenset(
+    {
+        PutMessageStatus.PUT_OK,
+        PutMessageStatus.FLUSH_DISK_TIMEOUT,
+        PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
+        PutMessageStatus.SLAVE_NOT_AVAILABLE,
+    }
+)
+#: ... and the code and remark of the others; a status in neither is SYSTEM_ERROR "UNKNOWN_ERROR".
+_FINAL_PUT_ERRORS = {
     PutMessageStatus.CREATE_MAPPED_FILE_FAILED: (ResponseCode.SYSTEM_ERROR, "Create mapped file failed."),
     PutMessageStatus.SERVICE_NOT_AVAILABLE: (
         ResponseCode.SERVICE_NOT_AVAILABLE,
@@ -77,8 +83,8 @@ class EndTransactionProcessor:
             return None
         half = self.service.look(header.commit_log_offset)
         if half is None or half.topic != HALF_TOPIC:
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR, "Find prepared transaction message failed"
+            raise RocketMQError(
+                "Find prepared transaction message failed", response_code=ResponseCode.SYSTEM_ERROR
             )
         props = decode_properties(half.properties)
         if not from_check and self._reject(half, props):
@@ -86,19 +92,20 @@ class EndTransactionProcessor:
                 "end of transaction %s refused: past its check immunity time, left to the check",
                 header.transaction_id,
             )
+            # Java sets no remark here (no "remark" key in the JSON header); the dispatcher's
+            # answer to a raised error always carries one, so this refusal is answered directly.
             return request.make_response(ResponseCode.ILLEGAL_OPERATION)
         refusal = self._check_prepare_message(half, props, header)
         if refusal is not None:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, refusal)
+            raise RocketMQError(refusal, response_code=ResponseCode.SYSTEM_ERROR)
         if kind == TRANSACTION_ROLLBACK_TYPE:
             await self.service.delete_prepare_message(half)
             self.rolled_back += 1
             return request.make_response(ResponseCode.SUCCESS)
-        code, remark = await self._commit(half, props, header)
-        if code == ResponseCode.SUCCESS:
-            await self.service.delete_prepare_message(half)
-            self.committed += 1
-        return request.make_response(code, remark)
+        await self._commit(half, props, header)
+        await self.service.delete_prepare_message(half)
+        self.committed += 1
+        return request.make_response(ResponseCode.SUCCESS)
 
     def _reject(self, half: MessageRecord, props: dict[str, str]) -> bool:
         """``rejectCommitOrRollback``."""
@@ -125,27 +132,30 @@ class EndTransactionProcessor:
 
     async def _commit(
         self, half: MessageRecord, props: dict[str, str], header: EndTransactionRequestHeader
-    ) -> tuple[int, str | None]:
+    ) -> None:
+        """``endMessageTransaction`` and ``sendFinalMessage``: put the committed message into its
+        real topic; raises :class:`RocketMQError` with the code and remark Java answers when the
+        put fails (``TimerMessageError`` for a bad timer property)."""
         broker = self.broker
         record = committed_message(half, props, TRANSACTION_COMMIT_TYPE, header.commit_log_offset)
         config = broker.config
-        try:  # a committed message is a send like any other: timer and delay routing apply
-            route_timer_message(
-                record,
-                props,
-                broker.now_ms(),
-                max_delay_sec=config.timer_max_delay_sec,
-                precision_ms=config.timer_precision_ms,
-                wheel_enable=config.timer_wheel_enable,
-            )
-        except TimerMessageError as err:
-            return err.response_code, str(err)
+        # a committed message is a send like any other: timer and delay routing apply
+        route_timer_message(
+            record,
+            props,
+            broker.now_ms(),
+            max_delay_sec=config.timer_max_delay_sec,
+            precision_ms=config.timer_precision_ms,
+            wheel_enable=config.timer_wheel_enable,
+        )
         apply_delay_level(record, props, broker.schedule.max_level)
         result = await broker.put_messages([record], [props])
         if result.status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
-            return ResponseCode.MESSAGE_ILLEGAL, (
+            raise RocketMQError(
                 "The message is illegal, maybe msg body or properties length not matched. "
-                f"msg body length limit {broker.config.max_message_size}B, msg properties length limit 32KB."
+                f"msg body length limit {broker.config.max_message_size}B, msg properties length limit 32KB.",
+                response_code=ResponseCode.MESSAGE_ILLEGAL,
             )
-        code, remark = _FINAL_PUT.get(result.status, (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"))
-        return code, remark
+        if result.status not in _FINAL_PUT_OK:
+            code, remark = _FINAL_PUT_ERRORS.get(result.status, (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"))
+            raise RocketMQError(remark, response_code=code)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from broker.controller import BrokerController
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
+from codec.errors import RocketMQError
 from codec.headers.query import (
     QueryMessageRequestHeader,
     QueryMessageResponseHeader,
@@ -36,10 +37,10 @@ class QueryMessageProcessor:
             result.index_last_update_timestamp, result.index_last_update_phyoffset
         )
         if not result.buffers:
-            return request.make_response(
-                ResponseCode.QUERY_NOT_FOUND,
+            raise RocketMQError(
                 "can not find message, maybe time range not correct",
-                header=response_header,
+                response_code=ResponseCode.QUERY_NOT_FOUND,
+                ext_fields=response_header.to_ext_fields(),
             )
         return request.make_response(ResponseCode.SUCCESS, header=response_header, body=result.body())
 
@@ -48,7 +49,8 @@ class QueryMessageProcessor:
     ) -> RemotingCommand:
         data = self.broker.store.look_message_by_offset(header.offset)
         if data is None:
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {header.offset}"
+            raise RocketMQError(
+                f"can not find message by the offset, {header.offset}",
+                response_code=ResponseCode.SYSTEM_ERROR,
             )
         return request.make_response(ResponseCode.SUCCESS, body=data)

@@ -58,7 +58,6 @@ class ReplyMessageProcessor:
         record.properties = header.properties or ""
         fields = self._send._extras()
         remark = await self._push(ctx, header, props, record.body)
-        code = ResponseCode.SUCCESS if remark is None else ResponseCode.SYSTEM_ERROR
         if remark is None:
             fields.update(
                 SendMessageResponseHeader(msg_id="0", queue_id=queue_id, queue_offset=0).to_ext_fields()
@@ -77,7 +76,9 @@ class ReplyMessageProcessor:
                 )
             else:
                 logger.warning("reply message not stored: %s", result.status.name)
-        return request.make_response(code, remark, header=fields)
+        if remark is not None:  # the reply is stored even when the push failed, as in Java
+            raise RocketMQError(remark, response_code=ResponseCode.SYSTEM_ERROR, ext_fields=fields)
+        return request.make_response(ResponseCode.SUCCESS, header=fields)
 
     def _find_channel(self, client_id: str) -> Peer | None:
         """``ProducerManager.findChannel``: the connection of a producer by its client id."""

@@ -15,7 +15,8 @@ after works on :class:`SendMessageRequestHeader`. The steps, in Java's order:
    ``queueOffset``, ``transactionId``) plus ``MSG_REGION`` and ``TRACE_ON``, which keep
    ``extFields`` non-null even on errors.
 
-A failed check raises :class:`SendError`, which the dispatcher answers with its code and fields.
+A failed check or a put the store refuses raises :class:`SendError`, which the dispatcher
+answers with its code and fields.
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ _OK_CODES = frozenset(
 
 
 class SendError(RocketMQError):
-    """A send refused before the store: the code, the remark and the fields every send answer carries."""
+    """A send refused by a check or by the store: the code, the remark and the fields every send
+    answer carries."""
 
 
 def encode_java_order(props: dict[str, str]) -> str:
@@ -401,7 +403,7 @@ class SendMessageProcessor:
                 )
             elif result.status is PutMessageStatus.CREATE_MAPPED_FILE_FAILED:
                 remark = "create mapped file failed, server is busy or broken."
-            return request.make_response(code, remark, header=self._extras())
+            raise self._refuse(code, remark)
         broker = self.broker
         host, port = broker.store_host, broker.store_port
         # SendMessageResponseHeader.to_ext_fields written out (per request): its keys in its order.

@@ -19,6 +19,7 @@ from broker.topic_config_manager import DLQ_GROUP_TOPIC_PREFIX, dlq_topic, retry
 from codec.bodies.register import PERM_READ, PERM_WRITE
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
+from codec.errors import RocketMQError
 from codec.headers.client import ConsumerSendMsgBackRequestHeader
 from codec.message_id import encode_offset_msg_id
 from codec.properties import (
@@ -51,20 +52,21 @@ class SendMessageBackProcessor:
         broker = self.broker
         group_config = broker.groups.find(header.group)
         if group_config is None:
-            return request.make_response(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {header.group}"
+            raise RocketMQError(
+                f"subscription group not exist, {header.group}",
+                response_code=ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
             )
         if not broker.config.broker_permission & PERM_WRITE:
-            return request.make_response(
-                ResponseCode.NO_PERMISSION,
+            raise RocketMQError(
                 f"the broker[{broker.config.broker_ip1}] sending message is forbidden",
+                response_code=ResponseCode.NO_PERMISSION,
             )
         if group_config.retry_queue_nums <= 0:
             return request.make_response(ResponseCode.SUCCESS)
         original = broker.look_message(header.offset)
         if original is None:
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}"
+            raise RocketMQError(
+                f"look message by offset failed, {header.offset}", response_code=ResponseCode.SYSTEM_ERROR
             )
         props = decode_properties(original.properties)
         props.setdefault(RETRY_TOPIC, original.topic)
@@ -106,4 +108,4 @@ class SendMessageBackProcessor:
         result = await broker.put_messages([record], None)
         if result.ok:
             return request.make_response(ResponseCode.SUCCESS)
-        return request.make_response(ResponseCode.SYSTEM_ERROR, result.status.name)
+        raise RocketMQError(result.status.name, response_code=ResponseCode.SYSTEM_ERROR)

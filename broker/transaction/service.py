@@ -95,6 +95,30 @@ class CheckRound:
     op_offset: int = 0
 
 
+class OpRemoveMap:
+    """What the op queue says (Java's ``removeMap`` and ``doneOpOffset`` of ``check``): which half
+    offsets were ended and by which op, which ops still end a half message the round has not
+    reached, and which ops are done."""
+
+    __slots__ = ("done", "pending", "remove")
+
+    def __init__(self) -> None:
+        self.remove: dict[int, int] = {}  # half queue offset -> op queue offset that removes it
+        self.pending: dict[int, set[int]] = {}  # op queue offset -> half offsets not reached yet
+        self.done: list[int] = []  # op queue offsets dealt with
+
+    def settle(self, half_offset: int) -> bool:
+        """True if an op ended ``half_offset``: that op is done once it ends nothing else."""
+        op_at = self.remove.pop(half_offset, None)
+        if op_at is None:
+            return False
+        self.pending[op_at].discard(half_offset)
+        if not self.pending[op_at]:
+            del self.pending[op_at]
+            self.done.append(op_at)
+        return True
+
+
 class TransactionalMessageService:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
@@ -130,87 +154,19 @@ class TransactionalMessageService:
     # -- the check round -------------------------------------------------------------------------
 
     async def check(self) -> CheckRound:
+        """One check round (module docstring): read the op queue, walk the half queue, commit
+        the offsets of both."""
         b = self.broker
-        config = b.config
         start = b.now_ms()
-        timeout = config.transaction_timeout
         half_offset = self.consume_offset(HALF_TOPIC)
         op_offset = self.consume_offset(OP_TOPIC)
         stats = CheckRound(half_offset=half_offset, op_offset=op_offset)
-        remove: dict[int, int] = {}  # half queue offset -> op queue offset that removes it
-        pending_ops: dict[int, set[int]] = {}
-        done_ops: list[int] = []
-        for unit in itertools.islice(
-            b.store.iter_queue_units(OP_TOPIC, HALF_QUEUE_ID, op_offset), MAX_OPS_PER_ROUND
-        ):
-            op = self.look(unit.phy_offset)
-            offsets = {o for o in removed_offsets(op) if o >= half_offset} if op is not None else set()
-            if offsets:
-                for o in offsets:
-                    remove[o] = unit.queue_offset
-                pending_ops[unit.queue_offset] = offsets
-            else:
-                done_ops.append(unit.queue_offset)
-        end = b.store.get_max_offset_in_queue(HALF_TOPIC, HALF_QUEUE_ID)
-        units = list(
-            itertools.islice(
-                b.store.iter_queue_units(HALF_TOPIC, HALF_QUEUE_ID, half_offset), MAX_HALF_PER_ROUND
-            )
-        )
-        new_offset = half_offset
-        for unit in units:
-            i = unit.queue_offset
-            if i >= end:
-                break
-            if i in remove:
-                op_at = remove.pop(i)
-                pending_ops[op_at].discard(i)
-                if not pending_ops[op_at]:
-                    del pending_ops[op_at]
-                    done_ops.append(op_at)
-                stats.removed += 1
-                new_offset = i + 1
-                continue
-            half = self.look(unit.phy_offset)
-            if half is None:
-                new_offset = i + 1
-                continue
-            props = decode_properties(half.properties)
-            if self._need_discard(props) or self._need_skip(half, start):
-                await self._resolve_discard(half, props)
-                stats.discarded += 1
-                new_offset = i + 1
-                continue
-            if half.store_timestamp >= start:
-                break
-            age = b.now_ms() - half.born_timestamp
-            immunity = timeout
-            text = props.get(CHECK_IMMUNITY_TIME_IN_SECONDS)
-            if text is not None:
-                immunity = immunity_ms(text, timeout)
-                if age < immunity:
-                    done = await self._check_prepare_queue_offset(remove, done_ops, half, props)
-                    if not done:
-                        break
-                    stats.immunity_copies += 1
-                    new_offset = i + 1
-                    continue
-            elif 0 <= age < immunity:
-                break
-            if not (age > immunity or age <= -1):
-                break
-            copy = renew_half_message(half, props)
-            result = await b.put_messages([copy], [props])
-            if not result.ok:
-                logger.warning("half message %d not put back (%s); will retry", i, result.status.name)
-                break
-            self.send_check_message(copy, props)
-            stats.checked += 1
-            new_offset = i + 1
+        ops = self._fill_op_remove_map(half_offset, op_offset)
+        new_offset = await self._walk_half_queue(half_offset, ops, start, stats)
         if new_offset != half_offset:
             self._commit_offset(HALF_TOPIC, new_offset)
         new_op_offset = op_offset
-        for op_done in sorted(done_ops):  # calculateOpOffset
+        for op_done in sorted(ops.done):  # calculateOpOffset
             if op_done != new_op_offset:
                 break
             new_op_offset += 1
@@ -218,6 +174,86 @@ class TransactionalMessageService:
             self._commit_offset(OP_TOPIC, new_op_offset)
         stats.half_offset, stats.op_offset = new_offset, new_op_offset
         return stats
+
+    def _fill_op_remove_map(self, half_offset: int, op_offset: int) -> OpRemoveMap:
+        """``fillOpRemoveMap``: the op messages from ``op_offset`` and the half offsets they end."""
+        ops = OpRemoveMap()
+        store = self.broker.store
+        for unit in itertools.islice(
+            store.iter_queue_units(OP_TOPIC, HALF_QUEUE_ID, op_offset), MAX_OPS_PER_ROUND
+        ):
+            op = self.look(unit.phy_offset)
+            offsets = {o for o in removed_offsets(op) if o >= half_offset} if op is not None else set()
+            if offsets:
+                for o in offsets:
+                    ops.remove[o] = unit.queue_offset
+                ops.pending[unit.queue_offset] = offsets
+            else:
+                ops.done.append(unit.queue_offset)
+        return ops
+
+    async def _walk_half_queue(
+        self, half_offset: int, ops: OpRemoveMap, start: int, stats: CheckRound
+    ) -> int:
+        """The half queue from ``half_offset`` up to the first message the round must stop at;
+        returns the offset after the last one dealt with."""
+        store = self.broker.store
+        end = store.get_max_offset_in_queue(HALF_TOPIC, HALF_QUEUE_ID)
+        units = list(
+            itertools.islice(
+                store.iter_queue_units(HALF_TOPIC, HALF_QUEUE_ID, half_offset), MAX_HALF_PER_ROUND
+            )
+        )
+        new_offset = half_offset
+        for unit in units:
+            i = unit.queue_offset
+            if i >= end:
+                break
+            if ops.settle(i):
+                stats.removed += 1
+            elif not await self._check_half(i, unit.phy_offset, ops, start, stats):
+                break
+            new_offset = i + 1
+        return new_offset
+
+    async def _check_half(
+        self, queue_offset: int, phy_offset: int, ops: OpRemoveMap, start: int, stats: CheckRound
+    ) -> bool:
+        """One half message not ended yet: discarded, copied for later (immunity), or put back with
+        a check sent to its producer group. False: too young, or a put failed; the round stops."""
+        b = self.broker
+        half = self.look(phy_offset)
+        if half is None:
+            return True
+        props = decode_properties(half.properties)
+        if self._need_discard(props) or self._need_skip(half, start):
+            await self._resolve_discard(half, props)
+            stats.discarded += 1
+            return True
+        if half.store_timestamp >= start:
+            return False
+        age = b.now_ms() - half.born_timestamp
+        immunity = timeout = b.config.transaction_timeout
+        text = props.get(CHECK_IMMUNITY_TIME_IN_SECONDS)
+        if text is not None:
+            immunity = immunity_ms(text, timeout)
+            if age < immunity:
+                if not await self._check_prepare_queue_offset(ops.remove, ops.done, half, props):
+                    return False
+                stats.immunity_copies += 1
+                return True
+        elif 0 <= age < immunity:
+            return False
+        if not (age > immunity or age <= -1):
+            return False
+        copy = renew_half_message(half, props)
+        result = await b.put_messages([copy], [props])
+        if not result.ok:
+            logger.warning("half message %d not put back (%s); will retry", queue_offset, result.status.name)
+            return False
+        self.send_check_message(copy, props)
+        stats.checked += 1
+        return True
 
     def _need_discard(self, props: dict[str, str]) -> bool:
         """``needDiscard``: checked ``transactionCheckMax`` times already; else count this check."""

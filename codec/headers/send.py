@@ -30,24 +30,6 @@ class SendMessageRequestHeader(CustomHeader):
     max_reconsume_times: int | None = wire("maxReconsumeTimes", required=False, int32=True)
     broker_name: str | None = wire("bname", required=False)
 
-    def to_v2(self) -> SendMessageRequestHeaderV2:
-        return SendMessageRequestHeaderV2(
-            self.producer_group,
-            self.topic,
-            self.default_topic,
-            self.default_topic_queue_nums,
-            self.queue_id,
-            self.sys_flag,
-            self.born_timestamp,
-            self.flag,
-            self.properties,
-            self.reconsume_times,
-            self.unit_mode,
-            self.max_reconsume_times,
-            self.batch,
-            self.broker_name,
-        )
-
 
 @dataclass(slots=True)
 class SendMessageRequestHeaderV2(CustomHeader):

@@ -1,4 +1,4 @@
-"""The operations requests of issue 15 against an in-process broker through the wire protocol:
+"""The operations requests of ``mqadmin`` against an in-process broker through the wire protocol:
 batch updates, broker configuration, offset resets pushed to a live consumer, calls forwarded to
 a consumer, runtime statistics, the lone-master answers, unknown codes, and the Prometheus
 exporter. (The same subcommands through the real ``mqadmin``, side by side with the real broker,
@@ -295,3 +295,28 @@ async def test_prometheus_endpoint_counts_messages_in_and_out(tmp_path: Path) ->
     assert sample(text, "rocketmq_consumer_lag_messages", consumer_group="cg", **base) == 5
     assert sample(text, "rocketmq_rpc_latency_milliseconds_count", request_code="send_message_v2") == 7
     assert re.search(r"^rocketmq_topic_number\{.*\} \d+\.0$", text, re.M)
+
+
+async def test_refusals_are_answered_counted_and_logged_by_the_dispatcher(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A processor's refusal reaches the client with Java's code, remark and response fields, and
+    the dispatcher counts each one and logs one line per request code and error code."""
+    async with running_broker(tmp_path) as (app, conn):
+        before = app.dispatcher.statistics()["errors"]
+        with caplog.at_level(logging.INFO, logger="gateway.transport.dispatch"):
+            for _ in range(2):
+                resp = await conn.invoke(request(RequestCode.GET_TOPIC_CONFIG, {"topic": "NoSuchTopic"}), 3)
+                assert (resp.code, resp.remark) == (
+                    ResponseCode.TOPIC_NOT_EXIST,
+                    "No topic in this broker. topic: NoSuchTopic",
+                )
+            query = {"topic": "NoSuchTopic", "key": "k", "maxNum": "32", "beginTimestamp": "0"}
+            resp = await conn.invoke(request(RequestCode.QUERY_MESSAGE, {**query, "endTimestamp": "1"}), 3)
+            assert resp.code == ResponseCode.QUERY_NOT_FOUND
+            assert resp.remark == "can not find message, maybe time range not correct"
+            assert set(resp.ext_fields or {}) == {"indexLastUpdateTimestamp", "indexLastUpdatePhyoffset"}
+        assert app.dispatcher.statistics()["errors"] - before == 3
+        lines = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+        assert len(lines) == 2
+        assert any("GET_TOPIC_CONFIG" in line and "(code 17)" in line for line in lines)

@@ -1,5 +1,6 @@
-"""Regression tests for start-up errors (issue 13, defect 9): each bad flag or setting ends the
-process with one clear line and a non-zero exit, never a traceback, and nothing says ``ready``."""
+"""Regression tests for start-up errors (a bad flag once ended in a traceback): each bad flag or
+setting ends the process with one clear line and a non-zero exit, never a traceback, and nothing
+says ``ready``."""
 
 from __future__ import annotations
 

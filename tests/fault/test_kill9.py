@@ -1,4 +1,4 @@
-"""The ``kill -9`` loop of the fault suite (issue 13): ``KILL_CYCLES`` SIGKILLs at random moments
+"""The ``kill -9`` loop of the fault suite: ``KILL_CYCLES`` SIGKILLs at random moments
 under SYNC_FLUSH with four concurrent senders; after each restart every acknowledged message is
 pulled back. Lost messages must be 0."""
 

@@ -1,6 +1,6 @@
-"""Regression tests for persisted files (issue 13, defect 8): writes are atomic with a unique
-temporary name, so writers sharing a directory never collide; loads validate and fall back to
-``.bak`` with a WARNING."""
+"""Regression tests for persisted files (writers sharing a temporary name once collided): writes
+are atomic with a unique temporary name, so writers sharing a directory never collide; loads
+validate and fall back to ``.bak`` with a WARNING."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The wire fuzzer of the fault suite (issue 13): hostile frames at both ports of a gateway
+"""The wire fuzzer of the fault suite: hostile frames at both ports of a gateway
 subprocess (:mod:`tests.fault.wire_fuzz`), with liveness checked as it goes (a fresh client still
 sends and pulls, the NameServer still routes), the server's RSS under a ceiling, and no traceback
 in its log. Bounded: ``FUZZ_EXAMPLES`` connections of 20 to 81 frames each."""

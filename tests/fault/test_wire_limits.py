@@ -1,7 +1,7 @@
-"""Regression tests for numbers from the wire that were once accepted, stored or crashed on
-(queue counts beyond Java's ``int``, permissions out of range, header numbers beyond Java's
-range): each is refused with the Java broker's code before it reaches state, with no traceback in
-the log, and the broker keeps serving (its NameServer route intact, a restart clean)."""
+"""Regression tests for numbers from the wire (queue counts beyond Java's int, the largest topic's
+stats, send header numbers out of Java's range): each is refused with the Java broker's code
+before it reaches state, with no traceback in the log, and the broker keeps serving (its
+NameServer route intact, a restart clean)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ async def _wait_for_route(namesrv_addr: str, topic: str, seconds: float = 10.0) 
 @pytest.mark.parametrize(
     ("read", "write", "perm"),
     [
-        (INT64_BELOW_MIN, "8", "6"),  # beyond int64: once accepted and persisted
+        (INT64_BELOW_MIN, "8", "6"),  # beyond int64: was accepted and persisted
         (INT32_ABOVE_MAX, "8", "6"),  # beyond Java's Integer.parseInt
         ("8", "9223372036854775808", "6"),
     ],
@@ -78,8 +78,8 @@ async def test_queue_count_or_perm_out_of_bounds_is_invalid_parameter(
 
 
 async def test_largest_topic_stats_answer_quickly_and_other_clients_stay_served(tmp_path: Path) -> None:
-    """A topic at the queue bound (1,024; any count was once taken, and every request that walks
-    a topic's queues did work in proportion to it): its stats are answered in well under a second."""
+    """A topic at the queue bound (stats work grows with its queues); its stats are answered in
+    well under a second."""
     async with running_gateway(tmp_path) as (_gw, ep):
         assert ep.broker_addr is not None
         async with connect(ep.broker_addr) as conn:
@@ -101,7 +101,7 @@ async def test_largest_topic_stats_answer_quickly_and_other_clients_stay_served(
 
 
 async def test_poisoned_topics_json_is_skipped_with_an_error_and_the_broker_starts(tmp_path: Path) -> None:
-    """What an out-of-range queue count once left behind: a topics.json holding such an entry no
+    """A topics.json written before queue counts were bounded, holding an out-of-range entry, no
     longer stops start-up."""
     config = tmp_path / "store" / "config"
     config.mkdir(parents=True)
@@ -133,8 +133,9 @@ async def test_poisoned_topics_json_is_skipped_with_an_error_and_the_broker_star
 async def test_send_header_numbers_beyond_java_range_get_one_log_line_not_a_traceback(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, fields: dict[str, str]
 ) -> None:
-    """SYSTEM_ERROR (Java's answer to a NumberFormatException), one INFO line for 50
-    such requests, no ERROR and no traceback; the connection keeps working."""
+    """A send header number out of Java's range: SYSTEM_ERROR (Java's answer to a
+    NumberFormatException), one INFO line for 50 such requests, no ERROR and no traceback; the
+    connection keeps working."""
     caplog.set_level(logging.DEBUG, logger="gateway.transport.dispatch")
     async with running_gateway(tmp_path) as (_gw, ep):
         assert ep.broker_addr is not None

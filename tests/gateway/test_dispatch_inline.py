@@ -1,6 +1,7 @@
-"""Requests answered inline: ``Dispatcher.dispatch_nowait`` completes what need not wait, hands
-back a coroutine for what must, maps errors on both paths; the connection answers a burst of such
-requests without a task per request (which costs more than most handlers) and in few writes."""
+"""Requests answered inline (a task per request costs more than most handlers):
+``Dispatcher.dispatch_nowait`` completes what need not wait, hands back a coroutine for what must,
+maps errors on both paths; the connection answers a burst of such requests without tasks and in
+few writes."""
 
 from __future__ import annotations
 
