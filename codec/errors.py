@@ -17,17 +17,29 @@ class RocketMQError(Exception):
     ``response_code`` is the class's code unless an instance is given its own (a processor that
     rejects a request with one of several codes); ``ext_fields`` are response header fields the
     answer must carry even though it is an error (e.g. ``forbiddenType`` of a refused pull).
+    ``remark`` is what the answer's remark says: the message, or ``None`` with ``null_remark``
+    where Java answers with a null remark (no ``remark`` key in the header at all).
     """
 
     response_code: int = _SYSTEM_ERROR
 
     def __init__(
-        self, message: str = "", *, response_code: int | None = None, ext_fields: dict[str, str] | None = None
+        self,
+        message: str = "",
+        *,
+        response_code: int | None = None,
+        ext_fields: dict[str, str] | None = None,
+        null_remark: bool = False,
     ) -> None:
         super().__init__(message)
         if response_code is not None:
             self.response_code = response_code
         self.ext_fields = ext_fields
+        self.null_remark = null_remark
+
+    @property
+    def remark(self) -> str | None:
+        return None if self.null_remark else str(self)
 
 
 class CodecError(RocketMQError):

@@ -93,9 +93,8 @@ class ClientManageProcessor:
                 sub.sub_string,
                 err,
             )
-            if not str(err):
-                # Java answers a message-less exception with a null remark (no "remark" key in the
-                # JSON header); the dispatcher's answer to a raised error always carries one.
-                return request.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED)
-            raise  # FilterCompileError answers SUBSCRIPTION_PARSE_FAILED with its message as remark
+            # SUBSCRIPTION_PARSE_FAILED with the parser's message as remark; Java answers a
+            # message-less exception with a null remark (no "remark" key in the header).
+            err.null_remark = not str(err)
+            raise
         return request.make_response(ResponseCode.SUCCESS)

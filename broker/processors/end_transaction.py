@@ -92,9 +92,9 @@ class EndTransactionProcessor:
                 "end of transaction %s refused: past its check immunity time, left to the check",
                 header.transaction_id,
             )
-            # Java sets no remark here (no "remark" key in the JSON header); the dispatcher's
-            # answer to a raised error always carries one, so this refusal is answered directly.
-            return request.make_response(ResponseCode.ILLEGAL_OPERATION)
+            raise RocketMQError(  # Java sets no remark here
+                "past its check immunity time", response_code=ResponseCode.ILLEGAL_OPERATION, null_remark=True
+            )
         refusal = self._check_prepare_message(half, props, header)
         if refusal is not None:
             raise RocketMQError(refusal, response_code=ResponseCode.SYSTEM_ERROR)

@@ -168,7 +168,7 @@ class Dispatcher:
         self.errors += 1
         if isinstance(err, RocketMQError):
             self._log_refusal(ctx, request, err)
-            return request.make_response(err.response_code, str(err), header=err.ext_fields)
+            return request.make_response(err.response_code, err.remark, header=err.ext_fields)
         logger.error(
             "%s: %s from %s raised",
             self.name,

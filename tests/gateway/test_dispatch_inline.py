@@ -139,3 +139,24 @@ async def test_a_pipelined_burst_is_answered_inline_in_few_writes() -> None:
         assert peak_in_flight <= 1  # only the waiting handler ever had a task
         await stream.aclose()
         nursery.cancel_scope.cancel()
+
+
+def test_a_refusal_with_a_null_remark_has_no_remark_key_on_the_wire() -> None:
+    """Where Java answers an error with a null remark (``null_remark``), the JSON header has no
+    ``remark`` key at all; any other refusal carries its message."""
+    d = Dispatcher("remarks")
+
+    def silent(ctx: RequestContext, req: RemotingCommand, header: Any) -> RemotingCommand:
+        raise RocketMQError("why", response_code=ResponseCode.ILLEGAL_OPERATION, null_remark=True)
+
+    d.register(ECHO, silent)
+    d.register(REFUSES, _refuses)
+    silent_answer = d.dispatch_nowait(CTX, RemotingCommand.request(ECHO))
+    said = d.dispatch_nowait(CTX, RemotingCommand.request(REFUSES))
+    assert isinstance(silent_answer, RemotingCommand)
+    assert isinstance(said, RemotingCommand)
+    assert (silent_answer.code, silent_answer.remark) == (ResponseCode.ILLEGAL_OPERATION, None)
+    assert b'"remark"' not in encode_frame(silent_answer)
+    assert (said.code, said.remark) == (ResponseCode.NO_PERMISSION, "not here")
+    assert b'"remark":"not here"' in encode_frame(said)
+    assert d.errors == 2
