@@ -18,9 +18,9 @@ from broker.client_manager import ClientChannel
 from broker.controller import BrokerController
 from broker.stats import broker_stats
 from broker.subscription_group_manager import SubscriptionGroupConfig
+from broker.topic_attributes import requested_attributes
 from broker.topic_config_manager import (
     TopicValidationError,
-    is_system_topic,
     is_valid_group,
     validate_topic,
     validate_topic_config,
@@ -30,6 +30,7 @@ from codec.bodies.lock import LockBatchRequestBody, LockBatchResponseBody, Unloc
 from codec.bodies.register import TopicConfig
 from codec.codes import LanguageCode, RequestCode, ResponseCode
 from codec.command import RemotingCommand
+from codec.errors import RocketMQError
 from codec.headers.admin import (
     CreateTopicRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
@@ -107,7 +108,7 @@ class AdminBrokerProcessor:
             validate_topic(header.topic)
         except TopicValidationError as err:
             return request.make_response(ResponseCode.INVALID_PARAMETER, str(err))
-        if is_system_topic(header.topic):
+        if self.broker.topics.is_system(header.topic):
             return request.make_response(
                 ResponseCode.INVALID_PARAMETER, f"The topic[{header.topic}] is conflict with system topic."
             )
@@ -121,8 +122,7 @@ class AdminBrokerProcessor:
             header.topic_sys_flag or 0,
             header.order,
         )
-        if existing is not None:
-            topic.attributes = dict(existing.attributes)
+        topic.attributes = requested_attributes(header.attributes, existing)
         try:
             validate_topic_config(topic)
         except TopicValidationError as err:
@@ -134,6 +134,13 @@ class AdminBrokerProcessor:
         self, _ctx: RequestContext, request: RemotingCommand, header: TopicRequestHeader
     ) -> RemotingCommand:
         broker = self.broker
+        if not header.topic.strip():
+            raise RocketMQError("The specified topic is blank.", response_code=ResponseCode.INVALID_PARAMETER)
+        if broker.topics.is_system(header.topic):
+            raise RocketMQError(
+                f"The topic[{header.topic}] is conflict with system topic.",
+                response_code=ResponseCode.INVALID_PARAMETER,
+            )
         broker.topics.delete(header.topic)
         broker.offsets.remove_topic(header.topic)
         return request.make_response(ResponseCode.SUCCESS)
