@@ -20,6 +20,7 @@ written back unchanged), with one ERROR line, so a file of the Java broker keeps
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -49,10 +50,11 @@ def _java_hash(text: str) -> int:
 def java_hash_set_text(values: tuple[str, ...]) -> str:
     """``Sets.newHashSet(values).toString()``: Java's HashSet iteration order.
 
-    Guava sizes the set for ``len(values)`` (``Maps.capacity``: n / 0.75 + 1), HashMap rounds the
-    table up to a power of two and iterates bucket by bucket, each bucket in insertion order.
+    Guava sizes the set for ``len(values)`` (``Maps.capacity``: n + 1 below 3, else
+    ceil(n / 0.75)), HashMap rounds the table up to a power of two and iterates bucket by bucket,
+    each bucket in insertion order.
     """
-    capacity = int(len(values) / 0.75 + 1.0)
+    capacity = len(values) + 1 if len(values) < 3 else math.ceil(len(values) / 0.75)
     table = 1
     while table < capacity:
         table *= 2

@@ -20,7 +20,7 @@ from codec.errors import RocketMQError
 from gateway.transport.connection import Connection
 from tests.broker.helpers import running_broker
 
-MESSAGE_TYPES = "[UNSPECIFIED, MIXED, TRANSACTION, FIFO, DELAY, NORMAL]"
+MESSAGE_TYPES = "[UNSPECIFIED, TRANSACTION, FIFO, MIXED, DELAY, NORMAL]"
 
 
 def create(topic: str, attributes: str | None = None) -> RemotingCommand:
