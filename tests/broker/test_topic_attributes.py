@@ -5,13 +5,16 @@ the real 5.3.3 broker are in compat_tests/test_topic_fidelity_compat.py."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from broker.config import BrokerConfig
 from broker.topic_attributes import java_hash_set_text, parse_modification, requested_attributes
+from broker.topic_config_manager import TopicConfigManager
 from codec import fastjson
 from codec.bodies.register import TopicConfig
 from codec.codes import RequestCode, ResponseCode
@@ -159,3 +162,17 @@ async def test_start_up_topics_are_system_topics_refused_to_clients(tmp_path: Pa
                 f"The topic[{reply}] is conflict with system topic.",
             )
         assert app.controller.topics.select(reply) is not None
+
+
+def test_a_stored_batch_queue_topic_is_kept_as_written_with_an_error_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A topics.json of the Java broker may hold a BatchCQ topic: it is neither dropped (the file
+    keeps it when rewritten) nor taken silently."""
+    manager = TopicConfigManager(BrokerConfig())
+    entry = {"topicName": "Batchy", "readQueueNums": 2, "writeQueueNums": 2, "perm": 6}
+    entry["attributes"] = {"queue.type": "BatchCQ"}
+    with caplog.at_level(logging.ERROR):
+        manager.load_obj({"topicConfigTable": {"Batchy": entry}})
+    assert manager.to_obj()["topicConfigTable"]["Batchy"]["attributes"] == {"queue.type": "BatchCQ"}
+    assert "queue.type=BatchCQ" in caplog.text
