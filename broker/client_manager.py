@@ -19,6 +19,19 @@ from gateway.transport.dispatch import ConnectionInfo
 
 logger = logging.getLogger(__name__)
 
+AVAILABLE_CHANNEL_TRIES = 3  # ProducerManager.GET_AVAILABLE_CHANNEL_RETRY_COUNT
+
+
+def channel_state(connection: ConnectionInfo) -> tuple[bool, bool]:
+    """(active, writable) of a client connection: Netty's ``isActive`` / ``isWritable``.
+
+    Active: it has a peer that is not closed. Writable: the peer's outbox has room.
+    """
+    peer = connection.peer
+    if peer is None or peer.closed:
+        return False, False
+    return True, peer.writable
+
 
 @dataclass(slots=True)
 class ClientChannel:
@@ -56,6 +69,7 @@ class ClientManager:
         self.channel_expired_timeout_ms = channel_expired_timeout_ms
         self.producers: dict[str, dict[int, ClientChannel]] = {}
         self.consumers: dict[str, ConsumerGroupInfo] = {}
+        self._producer_counter = 0
 
     def register_producer(self, group: str, channel: ClientChannel) -> None:
         self.producers.setdefault(group, {})[channel.connection.id] = channel
@@ -131,9 +145,29 @@ class ClientManager:
         return list(stale.values()), changed
 
     def find_producer_channel(self, group: str) -> ClientChannel | None:
-        """Any live channel of a producer group (transaction checks)."""
-        channels = self.producers.get(group)
-        return next(iter(channels.values()), None) if channels else None
+        """The channel a transaction check of ``group`` goes to (``ProducerManager.getAvailableChannel``).
+
+        Rotates over the group's channels with one counter for every group (Java's
+        ``positiveAtomicCounter``, incremented before use, so the first check of a two-producer
+        group goes to the second); takes the first of up to
+        :data:`AVAILABLE_CHANNEL_TRIES` that is active and writable, else the last active one seen,
+        else None.
+        """
+        channels = list(self.producers.get(group, {}).values())
+        if not channels:
+            return None
+        self._producer_counter = (self._producer_counter + 1) & 0x7FFFFFFF
+        index = self._producer_counter % len(channels)
+        last_active = None
+        for _ in range(AVAILABLE_CHANNEL_TRIES):
+            channel = channels[index]
+            active, writable = channel_state(channel.connection)
+            if active and writable:
+                return channel
+            if active:
+                last_active = channel
+            index = (index + 1) % len(channels)
+        return last_active
 
     def groups_subscribing(self, topic: str) -> list[str]:
         return [g for g, info in self.consumers.items() if topic in info.subscriptions]

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from broker.config import BrokerConfig
+from broker.topic_attributes import unsupported_attributes
 from codec.bodies.register import PERM_INHERIT, PERM_READ, PERM_WRITE, DataVersion, TopicConfig
 from codec.errors import BodyError, RocketMQError
 
@@ -39,6 +40,26 @@ TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+ROCKSDB_OFFSET_TOPIC = "CHECKPOINT_TOPIC"
+TIMER_TOPIC = "rmq_sys_wheel_timer"  # TimerMessageStore.TIMER_TOPIC
+REVIVE_QUEUE_NUM = 8  # BrokerConfig.reviveQueueNum
+
+#: ``TopicValidator.SYSTEM_TOPIC_SET`` as its static block fills it; the broker adds the topics it
+#: creates at start (``TopicConfigManager.init`` calls ``addSystemTopic`` for each).
+STATIC_SYSTEM_TOPICS = frozenset(
+    {
+        DEFAULT_TOPIC,
+        SCHEDULE_TOPIC,
+        BENCHMARK_TOPIC,
+        TRANS_HALF_TOPIC,
+        TRACE_TOPIC,
+        TRANS_OP_HALF_TOPIC,
+        TRANS_CHECK_MAX_TIME_TOPIC,
+        SELF_TEST_TOPIC,
+        OFFSET_MOVED_EVENT,
+        ROCKSDB_OFFSET_TOPIC,
+    }
+)
 
 #: Topics a producer may not send to (SendMessageProcessor / TopicValidator.isNotAllowedSendTopic).
 NOT_ALLOWED_SEND_TOPICS = frozenset(
@@ -112,16 +133,9 @@ def dlq_topic(group: str) -> str:
 
 
 def is_system_topic(topic: str) -> bool:
-    return (
-        topic in NOT_ALLOWED_SEND_TOPICS
-        or topic.startswith(SYSTEM_TOPIC_PREFIX)
-        or topic
-        in (
-            DEFAULT_TOPIC,
-            BENCHMARK_TOPIC,
-            TRACE_TOPIC,
-        )
-    )
+    """``TopicValidator.isSystemTopic`` without the topics a broker adds at start (see
+    :meth:`TopicConfigManager.is_system`, which has them)."""
+    return topic in STATIC_SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIX)
 
 
 def _now_ms() -> int:
@@ -138,9 +152,12 @@ class TopicConfigManager:
         self.table: dict[str, TopicConfig] = {}
         self.data_version = DataVersion(timestamp=_now_ms())
         self.on_change = on_change
+        self.system_topics: set[str] = set(STATIC_SYSTEM_TOPICS)
         self._init_system_topics()
 
     def _init_system_topics(self) -> None:
+        """``TopicConfigManager.init``: every topic the 5.3.3 broker creates at start, with its
+        queue counts and perm, each also added to the system topic set."""
         c = self.config
         rw = PERM_READ | PERM_WRITE
         system = [
@@ -153,7 +170,11 @@ class TopicConfigManager:
             TopicConfig(f"{c.broker_cluster_name}_REPLY_TOPIC", 1, 1, rw),
             TopicConfig(TRANS_HALF_TOPIC, 1, 1, rw),
             TopicConfig(TRANS_OP_HALF_TOPIC, 1, 1, rw),
+            TopicConfig(f"rmq_sys_REVIVE_LOG_{c.broker_cluster_name}", REVIVE_QUEUE_NUM, REVIVE_QUEUE_NUM),
+            TopicConfig(f"rmq_sys_SYNC_BROKER_MEMBER_{c.broker_name}", 1, 1, PERM_INHERIT),
         ]
+        if c.timer_wheel_enable:
+            system.append(TopicConfig(TIMER_TOPIC, 1, 1, rw))
         if c.auto_create_topic_enable:
             n = c.default_topic_queue_nums
             system.append(TopicConfig(DEFAULT_TOPIC, n, n, PERM_INHERIT | rw))
@@ -161,6 +182,11 @@ class TopicConfigManager:
             system.append(TopicConfig(TRACE_TOPIC, 1, 1, rw))
         for topic in system:
             self.table[topic.topic_name] = topic
+            self.system_topics.add(topic.topic_name)
+
+    def is_system(self, topic: str) -> bool:
+        """``TopicValidator.isSystemTopic`` with the topics this broker created at start."""
+        return topic in self.system_topics or topic.startswith(SYSTEM_TOPIC_PREFIX)
 
     # -- persistence -----------------------------------------------------------------------------
 
@@ -186,6 +212,14 @@ class TopicConfigManager:
             except (BodyError, TopicValidationError) as err:
                 logger.error("topics.json: topic %s left out: %s", name, err)
                 continue
+            unsupported = unsupported_attributes(topic.attributes)
+            if unsupported:
+                logger.error(
+                    "topics.json: topic %s has %s, which this broker does not implement: kept as "
+                    "written, served with the simple consume queue and time-based deletion",
+                    name,
+                    ", ".join(unsupported),
+                )
             self.table[str(name)] = topic
         if isinstance(obj.get("dataVersion"), dict):
             self.data_version = DataVersion.from_obj(obj["dataVersion"])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from compat_tests.helpers import TARGETS
-from compat_tests.reference import REFERENCE_LIB
+from compat_tests.reference import REFERENCE_LIB, reference_failures
 from compat_tests.targets import GATEWAY_TARGET_ENV, Target, start_target
 
 
@@ -48,3 +48,14 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 def home(target: Target, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Client home per target: broadcasting consumers keep their offsets in ~/.rocketmq_offsets."""
     return tmp_path_factory.mktemp(f"clients-{target.name}")
+
+
+@pytest.fixture(autouse=True)
+def _reference_servers_healthy() -> Iterator[None]:
+    """Fail the test during which a real server ran out of memory or exited unasked: its answers
+    are no reference any more (:func:`compat_tests.reference.reference_failures`)."""
+    reference_failures()  # what happened before this test belongs to the one before
+    yield
+    found = reference_failures()
+    if found:
+        pytest.fail("reference server failed during the test:\n" + "\n".join(found))

@@ -3,10 +3,17 @@ processes the compatibility tests start next to them: ``mqadmin``, the capture c
 NameServer CLI.
 
 Every Java server is started by :class:`ReferenceServers`: a temporary ``user.home`` (RocketMQ
-writes logs and config there), a 256 MiB heap, free loopback ports, and one broker setting that
-differs from the defaults (``consumerManageThreadPoolNums=1``, see :meth:`ReferenceServers.start_broker`).
-Processes are stopped with SIGTERM, then SIGKILL. ``compat_tests/java/README.md`` lists the exact
-artifacts; ``scripts/setup-java.sh`` resolves them into :data:`REFERENCE_LIB`.
+writes logs and config there), a 256 MiB heap with up to 1 GiB of direct memory, free loopback
+ports, and one broker setting that differs from the defaults (``consumerManageThreadPoolNums=1``,
+see :meth:`ReferenceServers.start_broker`). Processes are stopped with SIGTERM, then SIGKILL.
+
+A reference server that fails quietly would make a comparison pass or fail for the wrong reason,
+so :func:`reference_failures` reports every running instance's ``OutOfMemoryError`` (in its
+console output or its RocketMQ logs) and every process of it that exited without being stopped
+here; the compat suites' conftest fails the test during which that happened, naming the file.
+
+``compat_tests/java/README.md`` lists the exact artifacts; ``scripts/setup-java.sh`` resolves
+them into :data:`REFERENCE_LIB`.
 
 :func:`start_reference_namesrv` and :func:`start_reference_broker` are shorthands for tests that
 start the two servers separately (e.g. a broker registering to ours and the real NameServer).
@@ -43,6 +50,7 @@ __all__ = [
     "STOP_TIMEOUT_S",
     "ReferenceServers",
     "free_port",
+    "reference_failures",
     "run_capture",
     "run_mqadmin",
     "start_gateway_namesrv",
@@ -57,7 +65,14 @@ REFERENCE_LIB = JAVA_DIR / "reference" / "target" / "lib"
 BOOT_TIMEOUT_S = 90.0  # namesrv or broker "boot success" (JVM start-up on a busy 2-core machine)
 STOP_TIMEOUT_S = 60.0  # the 5.3.3 broker takes ~20 s to stop (pop revive services)
 GATEWAY_READY_TIMEOUT_S = 20.0  # our NameServer's "ready" line
-SERVER_HEAP_MB = 256  # -Xms/-Xmx/-XX:MaxDirectMemorySize of each reference server
+SERVER_HEAP_MB = 256  # -Xms/-Xmx of each reference server
+# -XX:MaxDirectMemorySize: a cap, not a reservation. Each thread that writes the commit log keeps a
+# direct encode buffer of maxMessageSize (4 MiB, CommitLog.PutMessageThreadLocal): the send pool,
+# the 18 delay-level deliverers and the timer threads, besides Netty's pooled arenas; with 256 MiB
+# the schedule service ran out ("OutOfMemoryError: Direct buffer memory") in long sessions.
+SERVER_DIRECT_MB = 1024
+OOM_MARK = b"OutOfMemoryError"
+_RUNNING: list[ReferenceServers] = []  # instances with processes started and not stopped here
 COMMIT_LOG_FILE_SIZE = 64 * 1024 * 1024  # mappedFileSizeCommitLog: one file holds every record
 # The broker's extra ports relative to listenPort (BrokerStartup): the VIP channel at P - 2
 # (NettyServerConfig's fast port) and haListenPort, set here to P + 1.
@@ -150,7 +165,7 @@ def start_gateway_namesrv(
     return proc, line.split("=", 1)[1]
 
 
-@dataclass
+@dataclass(eq=False)
 class ReferenceServers:
     """One real NameServer and one real Broker in ``workdir``, started on demand.
 
@@ -171,8 +186,12 @@ class ReferenceServers:
     namesrv_addr_for_broker: str  # where the broker registers (a proxy in front of the NameServer)
     broker_name: str = "broker-a"
     extra_conf: tuple[str, ...] = ()  # more broker.conf lines
+    checks_exits: bool = False  # an exit not asked through stop/expect_exit fails the test
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     broker: subprocess.Popen[bytes] | None = None
+    outputs: dict[int, Path] = field(default_factory=dict)  # console file of each process, by pid
+    stopped: set[int] = field(default_factory=set)  # pids stopped on purpose (stop, stop_broker)
+    scanned: dict[Path, int] = field(default_factory=dict)  # bytes of each log already searched
 
     @classmethod
     def on_loopback(
@@ -220,7 +239,7 @@ class ReferenceServers:
             "java",
             f"-Xms{SERVER_HEAP_MB}m",
             f"-Xmx{SERVER_HEAP_MB}m",
-            f"-XX:MaxDirectMemorySize={SERVER_HEAP_MB}m",
+            f"-XX:MaxDirectMemorySize={SERVER_DIRECT_MB}m",
             f"-Drocketmq.serialize.type={self.serialize}",
             f"-Duser.home={self.workdir}",
             f"-Drocketmq.home.dir={self.workdir}",
@@ -233,7 +252,46 @@ class ReferenceServers:
         with (self.workdir / out).open("wb") as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         self.procs.append(proc)
+        self.outputs[proc.pid] = self.workdir / out
+        if self not in _RUNNING:
+            _RUNNING.append(self)
         return proc
+
+    def expect_exit(self, proc: subprocess.Popen[Any]) -> None:
+        """Mark ``proc`` as stopped on purpose (a test killing it), not a failure."""
+        self.stopped.add(proc.pid)
+
+    def failures(self, *, exits: bool = True) -> list[str]:
+        """What went wrong since the last call: an ``OutOfMemoryError`` line in a console file or a
+        RocketMQ log (``user.home/logs``), and with ``exits`` a process that exited unasked. Each
+        entry names its file."""
+        found = []
+        if exits:
+            for proc in self.procs:
+                if proc.pid not in self.stopped and proc.poll() is not None:
+                    self.stopped.add(proc.pid)
+                    found.append(f"{self.outputs[proc.pid]}: exited ({proc.returncode}) during the test")
+        logs = sorted((self.workdir / "logs").rglob("*.log")) if (self.workdir / "logs").is_dir() else []
+        for path in [*self.workdir.glob("*.out"), *logs]:
+            found += self._scan(path)
+        return found
+
+    def _scan(self, path: Path) -> list[str]:
+        try:
+            size = path.stat().st_size
+            start = self.scanned.get(path, 0)
+            start = 0 if size < start else start  # a rolled-over log starts again
+            with path.open("rb") as f:
+                f.seek(start)
+                data = f.read(size - start)
+        except OSError:
+            return []
+        self.scanned[path] = start + len(data)
+        return [
+            f"{path}: {line.decode(errors='replace').strip()[:300]}"
+            for line in data.splitlines()
+            if OOM_MARK in line
+        ][:3]
 
     def start_namesrv(self) -> subprocess.Popen[bytes]:
         """Start the NameServer on 127.0.0.1 and wait for its boot line."""
@@ -281,12 +339,25 @@ class ReferenceServers:
     def stop_broker(self) -> None:
         """SIGTERM the broker (its shutdown hook flushes the store) and wait for it."""
         if self.broker is not None:
+            self.expect_exit(self.broker)
             stop(self.broker, STOP_TIMEOUT_S)
 
     def stop(self) -> None:
         """Stop every process started here, broker first."""
         for proc in reversed(self.procs):
+            self.expect_exit(proc)
             stop(proc, STOP_TIMEOUT_S)
+        if self in _RUNNING:
+            _RUNNING.remove(self)
+
+
+def reference_failures() -> list[str]:
+    """:meth:`ReferenceServers.failures` of every running instance: out-of-memory lines always,
+    unasked exits only of instances whose processes tests do not kill themselves (``checks_exits``)."""
+    found = []
+    for servers in _RUNNING:
+        found += servers.failures(exits=servers.checks_exits)
+    return found
 
 
 def start_reference_namesrv(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:

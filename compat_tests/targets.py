@@ -128,6 +128,7 @@ class ReferenceTarget:
         self.servers = ReferenceServers.on_loopback(
             workdir, extra_conf=tuple(f"{k}={v}" for k, v in extra.items())
         )
+        self.servers.checks_exits = True  # this target's processes die only through its methods
         try:
             self.servers.start_namesrv()
             self.servers.start_broker()
@@ -144,6 +145,7 @@ class ReferenceTarget:
         broker = self.servers.broker
         if broker is not None and broker.poll() is None:
             if kill:
+                self.servers.expect_exit(broker)
                 broker.kill()
                 broker.wait(10)
             else:

@@ -32,7 +32,7 @@ UNIT_LISTS = {
     RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST: lambda f: bool(f & 0x2),
     RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: lambda f: bool(f & 0x2) and not f & 0x1,
 }
-FAQ = "See http://rocketmq.apache.org/docs/faq/ for further details."
+FAQ = "See https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."  # FAQUrl.APPLY_TOPIC_URL
 
 
 class NamesrvProcessor:

@@ -18,8 +18,8 @@ from broker.client_manager import ClientChannel
 from broker.controller import BrokerController
 from broker.stats import broker_stats
 from broker.subscription_group_manager import SubscriptionGroupConfig
+from broker.topic_attributes import requested_attributes
 from broker.topic_config_manager import (
-    is_system_topic,
     is_valid_group,
     validate_topic,
     validate_topic_config,
@@ -104,7 +104,7 @@ class AdminBrokerProcessor:
         self, _ctx: RequestContext, request: RemotingCommand, header: CreateTopicRequestHeader
     ) -> RemotingCommand:
         validate_topic(header.topic)  # refusals raise TopicValidationError (INVALID_PARAMETER)
-        if is_system_topic(header.topic):
+        if self.broker.topics.is_system(header.topic):
             raise RocketMQError(
                 f"The topic[{header.topic}] is conflict with system topic.",
                 response_code=ResponseCode.INVALID_PARAMETER,
@@ -119,9 +119,8 @@ class AdminBrokerProcessor:
             header.topic_sys_flag or 0,
             header.order,
         )
-        if existing is not None:
-            topic.attributes = dict(existing.attributes)
-        validate_topic_config(topic)
+        topic.attributes = requested_attributes(header.attributes, existing)
+        validate_topic_config(topic)  # refusals raise TopicValidationError (INVALID_PARAMETER)
         self.broker.topics.update(topic)
         return request.make_response(ResponseCode.SUCCESS)
 
@@ -129,6 +128,13 @@ class AdminBrokerProcessor:
         self, _ctx: RequestContext, request: RemotingCommand, header: TopicRequestHeader
     ) -> RemotingCommand:
         broker = self.broker
+        if not header.topic.strip():
+            raise RocketMQError("The specified topic is blank.", response_code=ResponseCode.INVALID_PARAMETER)
+        if broker.topics.is_system(header.topic):
+            raise RocketMQError(
+                f"The topic[{header.topic}] is conflict with system topic.",
+                response_code=ResponseCode.INVALID_PARAMETER,
+            )
         broker.topics.delete(header.topic)
         broker.offsets.remove_topic(header.topic)
         return request.make_response(ResponseCode.SUCCESS)

@@ -22,8 +22,8 @@ from typing import Any
 
 from broker.controller import BrokerController
 from broker.subscription_group_manager import SubscriptionGroupConfig
+from broker.topic_attributes import requested_attributes
 from broker.topic_config_manager import (
-    is_system_topic,
     is_valid_group,
     validate_topic_config,
 )
@@ -38,44 +38,14 @@ from gateway.transport.dispatch import Dispatcher, RequestContext
 logger = logging.getLogger(__name__)
 MAX_QUERY_CQ_UNITS = 10_000  # units one QUERY_CONSUME_QUEUE answers at most (Java: any count)
 
-# TopicValidator.SYSTEM_TOPIC_SET's static members (the broker adds its own system topics to it).
-STATIC_SYSTEM_TOPICS = (
-    "TBW102",
-    "SCHEDULE_TOPIC_XXXX",
-    "BenchmarkTest",
-    "RMQ_SYS_TRANS_HALF_TOPIC",
-    "RMQ_SYS_TRACE_TOPIC",
-    "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-    "TRANS_CHECK_MAX_TIME_TOPIC",
-    "SELF_TEST_TOPIC",
-    "OFFSET_MOVED_EVENT",
-    "CHECKPOINT_TOPIC",
-)
-REVIVE_QUEUE_NUM = 8  # BrokerConfig.reviveQueueNum
-PERM_INHERIT = 1  # PermName.PERM_INHERIT
 CG_COLD_READ_THRESHOLD = 3 * 1024 * 1024  # BrokerConfig.cgColdReadThreshold, bytes
 GLOBAL_COLD_READ_THRESHOLD = 100 * 1024 * 1024  # BrokerConfig.globalColdReadThreshold, bytes
 CHECK_IN_PROGRESS = 2  # CheckRocksdbCqWriteResult.CheckStatus.CHECK_IN_PROGRESS
 
 
-def add_5x_system_topics(broker: BrokerController) -> None:
-    """The system topics a 5.x broker creates at start that tools list: the POP revive topic of
-    the cluster, the broker-member sync topic and the timer wheel topic (``TopicConfigManager``).
-    Set directly in the table at construction (before the persisted topics load over it)."""
-    config = broker.config
-    table = broker.topics.table
-    for topic in (
-        TopicConfig(f"rmq_sys_REVIVE_LOG_{config.broker_cluster_name}", REVIVE_QUEUE_NUM, REVIVE_QUEUE_NUM),
-        TopicConfig(f"rmq_sys_SYNC_BROKER_MEMBER_{config.broker_name}", 1, 1, PERM_INHERIT),
-        TopicConfig("rmq_sys_wheel_timer", 1, 1),
-    ):
-        table.setdefault(topic.topic_name, topic)
-
-
 class AdminOpsProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
-        add_5x_system_topics(broker)
 
     def register(self, dispatcher: Dispatcher) -> None:
         reg = dispatcher.register
@@ -111,11 +81,13 @@ class AdminOpsProcessor:
         )
         for topic in topics:
             validate_topic_config(topic)  # refusals raise TopicValidationError (INVALID_PARAMETER)
-            if is_system_topic(topic.topic_name):
+            if self.broker.topics.is_system(topic.topic_name):
                 raise RocketMQError(
                     f"The topic[{topic.topic_name}] is conflict with system topic.",
                     response_code=ResponseCode.INVALID_PARAMETER,
                 )
+            existing = self.broker.topics.select(topic.topic_name)
+            topic.attributes = requested_attributes(topic.attributes, existing)
         for topic in topics:
             if topic != self.broker.topics.select(topic.topic_name):
                 self.broker.topics.update(topic)
@@ -148,8 +120,7 @@ class AdminOpsProcessor:
     def get_system_topic_list(
         self, _ctx: RequestContext, request: RemotingCommand, _h: Any
     ) -> RemotingCommand:
-        topics = set(STATIC_SYSTEM_TOPICS)
-        topics.update(t for t in self.broker.topics.table if is_system_topic(t))
+        topics = self.broker.topics.system_topics
         body = fastjson.dumps({"topicList": sorted(topics)})
         return request.make_response(ResponseCode.SUCCESS, body=body)
 
@@ -178,7 +149,7 @@ class AdminOpsProcessor:
             {
                 t
                 for t, _q in broker.store.queue_offsets
-                if broker.topics.select(t) is None and not is_system_topic(t)
+                if broker.topics.select(t) is None and not broker.topics.is_system(t)
             }
         )
         logger.warning("cleanUnusedTopic: queues of topics no longer configured: %s", unused or "none")

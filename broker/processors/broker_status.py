@@ -61,6 +61,13 @@ def java_defaults() -> dict[str, str]:
     return parse_properties(JAVA_DEFAULTS_FILE.read_text(encoding="utf-8"))
 
 
+def rocketmq_home() -> str:
+    """``BrokerConfig.rocketmqHome`` as Java sets it: the ``ROCKETMQ_HOME`` environment variable
+    (``-Drocketmq.home.dir`` has no equivalent here), else the directory this broker is installed
+    in, which plays the distribution directory's part (the Java broker refuses to start without one)."""
+    return os.environ.get("ROCKETMQ_HOME") or str(Path(__file__).resolve().parents[2])
+
+
 def human_bytes(count: int) -> str:
     """``MixAll.humanReadableByteCount(bytes, false)``: binary units, one decimal."""
     if count < 1024:
@@ -153,12 +160,13 @@ class BrokerStatusProcessor:
         for field in dataclasses.fields(store_config):
             value = getattr(store_config, field.name)
             key = camel_case(field.name)
-            props[STORE_KEY_SPELLING.get(key, key)] = (
-                ("true" if value else "false") if isinstance(value, bool) else str(value)
-            )
+            key = STORE_KEY_SPELLING.get(key, key)
+            if key in props:  # a setting of ours alone (preallocate) is not a key of Java's answer
+                props[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
         props.update(broker.config.to_properties())
         props["storePathCommitLog"] = store_config.commit_log_dir
-        props.setdefault("rocketmqHome", os.environ.get("ROCKETMQ_HOME", ""))
+        if not props.get("rocketmqHome"):
+            props["rocketmqHome"] = rocketmq_home()
         if "haListenPort" not in broker.config.extra and broker.config.ha_listen_port == 10912:
             props["haListenPort"] = str(broker.config.listen_port + DEFAULT_HA_PORT_OFFSET)
         props.setdefault("configBlackList", CONFIG_BLACK_LIST)

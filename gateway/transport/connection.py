@@ -135,6 +135,11 @@ class Connection:
     def closed(self) -> bool:
         return self._state.phase is Phase.CLOSED
 
+    @property
+    def writable(self) -> bool:
+        """Whether a frame queued now is taken without waiting (Netty's ``isWritable``)."""
+        return self._state.writable
+
     async def wait_closed(self) -> None:
         """Return once the connection has closed."""
         await self._closed_event.wait()

@@ -173,6 +173,15 @@ class ConnectionState:
         self._writes += 1
 
     @property
+    def writable(self) -> bool:
+        """Netty's ``Channel.isWritable``: open, and the outbox below both of its bounds."""
+        return (
+            self._phase is Phase.OPEN
+            and self._queued_frames < self.max_frames
+            and self._queued_bytes < self.max_bytes
+        )
+
+    @property
     def queued_frames(self) -> int:
         return self._queued_frames
 

@@ -62,6 +62,14 @@ class Peer(Protocol):
     def close(self) -> None:
         """Close the connection."""
 
+    @property
+    def closed(self) -> bool:
+        """Whether the connection has closed (Netty's ``!isActive``)."""
+
+    @property
+    def writable(self) -> bool:
+        """Whether its outbox has room (Netty's ``isWritable``)."""
+
 
 class ConnectionInfo:
     """Identity of one client connection, shared by every request that arrives on it.

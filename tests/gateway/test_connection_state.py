@@ -250,3 +250,20 @@ def test_statistics_keys() -> None:
         "oneway_dropped": 0,
         "pending_calls": 0,
     }
+
+
+def test_writable_while_open_and_below_both_bounds() -> None:
+    """Netty's ``isWritable``, which a transaction check-back uses to pick a producer's channel."""
+    state = make_state(max_frames=2, max_bytes=10)
+    assert state.writable
+    state.admit(b"x")
+    assert state.writable
+    state.admit(b"y")
+    assert not state.writable  # frame bound reached
+    state.release(len(state.take(2)), 2)
+    assert state.writable
+    state.admit(b"z" * 10)
+    assert not state.writable  # byte bound reached
+    state.release(len(state.take(1)), 10)
+    state.reading_stopped()
+    assert not state.writable  # draining: nothing more goes to the peer

@@ -39,7 +39,10 @@ async def test_broker_registers_and_routes_are_served(tmp_path: Path) -> None:
                 RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Nope"}), 3
             )
             assert resp.code == ResponseCode.TOPIC_NOT_EXIST
-            assert (resp.remark or "").startswith("No topic route info in name server for the topic: Nope")
+            assert resp.remark == (  # as the 5.3.3 NameServer writes it (FAQUrl.suggestTodo)
+                "No topic route info in name server for the topic: Nope\n"
+                "See https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
+            )
 
             info = ClusterInfo.decode(
                 (await conn.invoke(RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO), 3)).body
