@@ -11,6 +11,7 @@ run once more without suspension. The COMMIT flag's offset is stored on the firs
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Collection
 
 import trio
@@ -18,7 +19,7 @@ import trio
 from broker.controller import BrokerController
 from broker.filter import ConsumerFilterManager, is_tag_type
 from broker.filter.pull_filter import PullFilter, filter_from_header, filter_from_registered, get_message
-from broker.stats import broker_stats
+from broker.stats import BrokerStats
 from codec.bodies.heartbeat import EXPRESSION_TAG, SUB_ALL, SubscriptionData
 from codec.bodies.register import PERM_READ
 from codec.codes import RequestCode, ResponseCode
@@ -64,8 +65,9 @@ def tags_filter(sub: SubscriptionData) -> Collection[int] | None:
 
 
 class PullMessageProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerController, stats: BrokerStats) -> None:
         self.broker = broker
+        self.stats = stats
         self.held_total = 0
         self.filters = ConsumerFilterManager()  # SQL92: compiled once per subscription version
 
@@ -91,7 +93,7 @@ class PullMessageProcessor:
             )
             result = await self._hold(header, tags_codes, result, timeout_ms / 1000)
             code = self._code(header, result)
-        broker_stats(broker).record_group_get(
+        self.stats.record_group_get(
             header.topic, header.consumer_group, result.message_count, result.buffer_total_size
         )
         return self._response(request, header, result, code)
@@ -192,7 +194,8 @@ class PullMessageProcessor:
             header.max_msg_bytes if header.max_msg_bytes and header.max_msg_bytes > 0 else MAX_PULL_BYTES
         )
         # Tag codes go to the store as before; a SQL92 filter reads through it and keeps matches.
-        return get_message(
+        start = time.perf_counter()
+        result = get_message(
             self.broker.store,
             header.topic,
             header.queue_id,
@@ -201,6 +204,9 @@ class PullMessageProcessor:
             max_bytes,
             tags_codes,
         )
+        count = result.message_count
+        self.stats.record_get(count > 0, count, int((time.perf_counter() - start) * 1000))
+        return result
 
     @staticmethod
     def _code(header: PullMessageRequestHeader, result: GetMessageResult) -> int:
