@@ -24,7 +24,7 @@ from broker.config import BrokerConfig
 from broker.controller import BrokerController, store_config_of
 from broker.long_polling import PullHoldService
 from broker.message_service import MessageService
-from broker.metrics import exporter_of
+from broker.metrics import create_metrics
 from broker.processors.admin import AdminBrokerProcessor
 from broker.processors.admin_ops import AdminOpsProcessor
 from broker.processors.broker_status import BrokerStatusProcessor
@@ -39,7 +39,7 @@ from broker.processors.send import SendMessageProcessor
 from broker.processors.send_back import SendMessageBackProcessor
 from broker.registration import NamesrvRegistrar
 from broker.schedule import DELAY_OFFSET_JSON, FIRST_DELAY_S, PERSIST_INTERVAL_S, POLL_INTERVAL_S
-from broker.stats import broker_stats
+from broker.stats import BrokerStats
 from broker.timer.service import TIMER_PROGRESS_JSON, TimerMessageService
 from broker.transaction.service import TransactionalMessageService
 from codec.bodies.register import TopicConfig
@@ -59,27 +59,33 @@ GROUPS_JSON = "subscriptionGroup.json"
 OFFSETS_JSON = "consumerOffset.json"
 
 
-def build_dispatcher(controller: BrokerController) -> Dispatcher:
-    """Every request code the broker answers, with its processor (``registerProcessor``)."""
+def build_dispatcher(controller: BrokerController, stats: BrokerStats) -> Dispatcher:
+    """Every request code the broker answers, with its processor (``registerProcessor``); the
+    processors that record or read statistics get ``stats``."""
     dispatcher = Dispatcher("broker")
     ClientManageProcessor(controller).register(dispatcher)
     ConsumerManageProcessor(controller).register(dispatcher)
     SendMessageProcessor(controller).register(dispatcher)
     SendMessageBackProcessor(controller).register(dispatcher)
-    PullMessageProcessor(controller).register(dispatcher)
-    AdminBrokerProcessor(controller).register(dispatcher)
+    PullMessageProcessor(controller, stats).register(dispatcher)
+    AdminBrokerProcessor(controller, stats).register(dispatcher)
     QueryMessageProcessor(controller).register(dispatcher)
     EndTransactionProcessor(controller).register(dispatcher)
     ReplyMessageProcessor(controller).register(dispatcher)
     AdminOpsProcessor(controller).register(dispatcher)
-    BrokerStatusProcessor(controller).register(dispatcher)
+    BrokerStatusProcessor(controller, stats).register(dispatcher)
     ClientOpsProcessor(controller).register(dispatcher)
     return dispatcher
 
 
 class Broker:
     """One broker assembled from its configuration (whose ``listen_port`` is the advertised port)
-    and the listeners it serves on."""
+    and the listeners it serves on.
+
+    Its statistics (:attr:`stats`) are built here once and handed to the put service and the
+    processors that record or read them; :attr:`metrics` is the Prometheus exporter
+    (``metricsExporterType=PROM``, else ``None``), served while :meth:`run` runs.
+    """
 
     def __init__(
         self,
@@ -89,9 +95,10 @@ class Broker:
         stop: trio.Event,
     ) -> None:
         self.config = config
+        self.stats = BrokerStats(config.broker_cluster_name)
         self.hold = PullHoldService()
         self.store = MessageStore(store_config_of(config), on_arrival=self.hold.notify_message_arriving)
-        self.messages = MessageService(self.store)
+        self.messages = MessageService(self.store, self.stats)
         self.controller = BrokerController(
             config,
             self.store,
@@ -102,10 +109,10 @@ class Broker:
             on_topics_changed=self._topics_changed,
             on_groups_changed=self._groups_changed,
         )
-        self.messages.stats = broker_stats(self.controller)
         self.registrar = NamesrvRegistrar(config, self.controller.topics)
         self.timers = TimerMessageService(self.store, self.controller.put_messages, config.timer_precision_ms)
-        self.dispatcher = build_dispatcher(self.controller)
+        self.dispatcher = build_dispatcher(self.controller, self.stats)
+        self.metrics = create_metrics(self.controller, self.stats, self.dispatcher)
         self.server = RemotingServer(self.dispatcher, server_config, name="broker", listeners=listeners)
         self.server.on_disconnect.append(self._connection_closed)
         self._stop = stop
@@ -157,11 +164,13 @@ class Broker:
         self.store.open()
         try:
             self._load_config_files()
+            if self.metrics is not None:  # BrokerMetricsManager starts with the broker
+                config = self.config
+                self.metrics.serve(config.metrics_prom_exporter_host, config.metrics_prom_exporter_port)
             await self._serve(task_status)
         finally:
-            metrics = exporter_of(self.controller)
-            if metrics is not None:
-                metrics.close()  # the Prometheus endpoint's port is free again
+            if self.metrics is not None:
+                self.metrics.close()  # the Prometheus endpoint's port is free again
             self.persist_offsets(force=True)
             self.store.close()
             logger.info("broker %s stopped; store closed", self.config.broker_name)

@@ -1,12 +1,13 @@
 """``BrokerController``: the broker's state, shared by its processors (no Trio here).
 
 Mirrors ``org.apache.rocketmq.broker.BrokerController`` as a plain container: config, topic and
-subscription-group tables, consumer offsets, client registrations, the message store, held pulls,
-order locks and the delay-level service. It is built by :mod:`broker.app`, which hands it the
-collaborators that need Trio as plain callables: ``put_messages`` (a put that waits for the
-flush under ``SYNC_FLUSH``), its two halves ``put_nowait`` and ``wait_flushed`` (``None`` under
-``ASYNC_FLUSH``: nothing to wait for) for the send path, which answers without a task when it
-need not wait, and the listeners for topic and group changes.
+subscription-group tables, consumer offsets, client registrations, the compiled SQL92 filters of
+the subscriptions (``ConsumerFilterManager``, shared by every consumption path), the message
+store, held pulls, order locks and the delay-level service. It is built by :mod:`broker.app`,
+which hands it the collaborators that need Trio as plain callables: ``put_messages`` (a put that
+waits for the flush under ``SYNC_FLUSH``), its two halves ``put_nowait`` and ``wait_flushed``
+(``None`` under ``ASYNC_FLUSH``: nothing to wait for) for the send path, which answers without a
+task when it need not wait, and the listeners for topic and group changes.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from broker.client_manager import ClientManager
 from broker.config import BrokerConfig
 from broker.consumer_offset_manager import ConsumerOffsetManager
+from broker.filter import ConsumerFilterManager
 from broker.long_polling import PullHoldService
 from broker.rebalance_lock import RebalanceLockManager
 from broker.schedule import PutMessages, ScheduleMessageService
@@ -96,6 +98,7 @@ class BrokerController:
         self.groups = SubscriptionGroupManager(config, on_change=on_groups_changed)
         self.offsets = ConsumerOffsetManager()
         self.clients = ClientManager(config.channel_expired_timeout)
+        self.filters = ConsumerFilterManager()  # SQL92: compiled once per subscription version
 
     @property
     def store_host(self) -> bytes:

@@ -2,9 +2,14 @@
 
 A pull that found nothing and carries the SUSPEND flag parks here under its topic and queue
 until a matching message arrives or its suspend time runs out; the pull processor then runs the
-pull once more and answers. Java sweeps parked requests every 5 s; here each parked request is
-woken through its own ``wake`` callback as soon as a matching message is dispatched, and the pull
-processor (the one that waits) bounds the wait by the suspend time.
+pull once more and answers. A message matches when the pull's store filter lets it through: its
+consume-queue check on the tags code, then its commit-log check on the properties the store
+dispatched with it (``PullRequestHoldService.notifyMessageArriving``), so a SQL92 pull is not woken
+by messages its expression rejects; a pull without a filter matches every message.
+
+Java sweeps parked requests every 5 s; here each parked request is woken through its own ``wake``
+callback as soon as a matching message is dispatched, and the pull processor (the one that waits)
+bounds the wait by the suspend time.
 
 This module keeps only the bookkeeping and never waits itself: the store's arrival listener
 (:meth:`PullHoldService.notify_message_arriving`) is called synchronously on every put.
@@ -12,33 +17,30 @@ This module keeps only the bookkeeping and never waits itself: the store's arriv
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
-from broker.filter import ExpressionMessageFilter
-from broker.filter.pull_filter import PullFilter
 from store.dispatch import DispatchRequest
+from store.message_filter import MessageFilter
 
 
 class HeldPull:
-    __slots__ = ("offset", "tags_codes", "wake", "woken")
+    __slots__ = ("message_filter", "offset", "wake", "woken")
 
-    def __init__(self, offset: int, tags_codes: PullFilter, wake: Callable[[], None]) -> None:
+    def __init__(self, offset: int, message_filter: MessageFilter | None, wake: Callable[[], None]) -> None:
         self.offset = offset
-        self.tags_codes = tags_codes  # None: every message matches; or a SQL92 filter
+        self.message_filter = message_filter
         self.wake = wake
         self.woken = False
 
-    def matches(self, max_offset: int, tags_code: int, properties: dict[str, str] | None = None) -> bool:
+    def matches(self, max_offset: int, tags_code: int, properties: Mapping[str, str]) -> bool:
+        """Whether a message that makes the queue ``max_offset`` long and that the pull's filter
+        lets through has arrived past the pull's offset."""
         if max_offset <= self.offset:
             return False
-        if isinstance(self.tags_codes, ExpressionMessageFilter):
-            # SQL92 (PullRequestHoldService.notifyMessageArriving): wake only for a message whose
-            # properties match; a pull woken for nothing would just be held again.
-            flt = self.tags_codes
-            return flt.is_matched_by_consume_queue(tags_code) and (
-                properties is None or flt.is_matched_by_commit_log(properties)
-            )
-        return self.tags_codes is None or tags_code in self.tags_codes
+        flt = self.message_filter
+        return flt is None or (
+            flt.is_matched_by_consume_queue(tags_code) and flt.is_matched_by_properties(properties)
+        )
 
     def wake_once(self) -> None:
         if not self.woken:
@@ -56,11 +58,12 @@ class PullHoldService:
         topic: str,
         queue_id: int,
         offset: int,
-        tags_codes: PullFilter,
+        message_filter: MessageFilter | None,
         wake: Callable[[], None],
     ) -> HeldPull:
-        """Park a pull of ``topic``/``queue_id`` waiting past ``offset``; ``wake`` is called once."""
-        held = HeldPull(offset, tags_codes, wake)
+        """Park a pull of ``topic``/``queue_id`` waiting past ``offset`` for a message
+        ``message_filter`` lets through (``None``: any); ``wake`` is called once."""
+        held = HeldPull(offset, message_filter, wake)
         self._held.setdefault((topic, queue_id), set()).add(held)
         return held
 

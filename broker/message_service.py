@@ -9,7 +9,8 @@ own threads:
   one ``msync`` (run in a worker thread, the only store call made off the Trio thread, which the
   store allows). A put not flushed within ``syncFlushTimeout`` answers ``FLUSH_DISK_TIMEOUT``.
 * statistics: every put, whoever makes it (send, retry, delay and timer delivery, transactions),
-  passes here and is counted in :class:`broker.stats.BrokerStats` when ``stats`` is set;
+  passes here and is counted in the broker's :class:`broker.stats.BrokerStats`, which the
+  composition hands in (``CommitLog.putMessage`` counts in Java's ``StoreStatsService``);
 * ``tick`` every 100 ms: the asynchronous commit-log flush, consume-queue/index/checkpoint flush
   and cleanup (``FlushRealTimeService``, ``FlushConsumeQueueService``, ``CleanCommitLogService``).
 """
@@ -34,8 +35,9 @@ TICK_INTERVAL_S = 0.1
 
 
 class MessageService:
-    def __init__(self, store: MessageStore) -> None:
+    def __init__(self, store: MessageStore, stats: BrokerStats) -> None:
         self.store = store
+        self.stats = stats
         self.sync_flush = store.config.sync_flush
         self.sync_flush_timeout_s = store.config.sync_flush_timeout / 1000
         self._pending: list[tuple[int, trio.Event]] = []
@@ -43,7 +45,6 @@ class MessageService:
         self._flushed = 0
         self._last_flush_error: str | None = None
         self.fsyncs = 0
-        self.stats: BrokerStats | None = None
 
     # -- puts ------------------------------------------------------------------------------------
 
@@ -64,13 +65,11 @@ class MessageService:
         :meth:`wait_flushed` before it acknowledges them."""
         start = time.perf_counter()
         result = self.store.put_messages(msgs, properties)
-        stats = self.stats
-        if stats is not None:
-            if result.ok and result.append_result is not None and msgs:
-                elapsed_ms = int((time.perf_counter() - start) * 1000)
-                stats.record_put(msgs[0].topic, len(msgs), result.append_result.wrote_bytes, elapsed_ms)
-            else:
-                stats.record_put_failed()
+        if result.ok and result.append_result is not None and msgs:
+            elapsed_ms = int((time.perf_counter() - start) * 1000)
+            self.stats.record_put(msgs[0].topic, len(msgs), result.append_result.wrote_bytes, elapsed_ms)
+        else:
+            self.stats.record_put_failed()
         return result
 
     async def wait_flushed(self, result: PutMessageResult) -> None:

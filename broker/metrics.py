@@ -1,15 +1,18 @@
-"""Whether the broker exports Prometheus metrics, and its running exporter.
+"""Whether the broker exports Prometheus metrics, and the exporter when it does.
 
 The exporter itself is :mod:`broker.prometheus`; it is imported only when the broker's
 ``metricsExporterType`` is ``PROM`` (off by default), so a broker without metrics does not load
-``prometheus_client`` at start-up.
+``prometheus_client`` at start-up. The broker's composition (:class:`broker.app.Broker`) creates
+the exporter with :func:`create_metrics`, serves it once the store is open and closes it when the
+broker stops, as Java's ``BrokerController`` initializes its ``BrokerMetricsManager`` and starts
+and shuts it down with the broker.
 """
 
 from __future__ import annotations
 
-import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from broker.controller import BrokerController
 from broker.stats import BrokerStats
 from gateway.transport.dispatch import Dispatcher
 
@@ -18,23 +21,16 @@ if TYPE_CHECKING:
 
 PROM = "PROM"  # MetricsExporterType.PROM
 
-_EXPORTERS: weakref.WeakKeyDictionary[Any, BrokerMetrics] = weakref.WeakKeyDictionary()
 
-
-def start_metrics(broker: Any, stats: BrokerStats, dispatcher: Dispatcher) -> BrokerMetrics | None:
-    """The exporter when the broker's ``metricsExporterType`` is PROM (else ``None``)."""
-    config = broker.config
-    if config.metrics_exporter_type.upper() != PROM:
+def create_metrics(
+    broker: BrokerController, stats: BrokerStats, dispatcher: Dispatcher
+) -> BrokerMetrics | None:
+    """The exporter of ``broker`` when its ``metricsExporterType`` is PROM (else ``None``), fed by
+    ``stats`` and timing every request ``dispatcher`` answers; not yet serving (``serve``)."""
+    if broker.config.metrics_exporter_type.upper() != PROM:
         return None
     from broker.prometheus import BrokerMetrics
 
     metrics = BrokerMetrics(broker, stats)
     metrics.observe_dispatcher(dispatcher)
-    metrics.serve(config.metrics_prom_exporter_host, config.metrics_prom_exporter_port)
-    _EXPORTERS[broker] = metrics
     return metrics
-
-
-def exporter_of(broker: Any) -> BrokerMetrics | None:
-    """The running exporter of a ``BrokerController`` (its port, ``close``), if any."""
-    return _EXPORTERS.get(broker)

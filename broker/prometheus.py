@@ -37,6 +37,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from broker.controller import BrokerController
 from broker.stats import BrokerStats
 from broker.topic_config_manager import is_system_topic
 from codec.codes import LanguageCode, request_code_name, response_code_name
@@ -54,9 +55,10 @@ RETRY_PREFIX = "%RETRY%"
 
 
 class BrokerMetrics:
-    """The metrics of one broker; see the module docstring. ``close`` stops the HTTP server."""
+    """The metrics of one broker; see the module docstring. The broker's lifecycle calls
+    :meth:`serve` once its store is open and :meth:`close` when it stops."""
 
-    def __init__(self, broker: Any, stats: BrokerStats) -> None:
+    def __init__(self, broker: BrokerController, stats: BrokerStats) -> None:
         self.broker = broker
         config = broker.config
         self.base = {

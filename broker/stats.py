@@ -14,22 +14,22 @@ timer task is needed:
   latency buckets behind ``putLatency99`` / ``putLatency999``.
 * ``BrokerStats``: the put and get totals at this morning's and yesterday morning's midnight.
 
-:func:`broker_stats` returns the one :class:`BrokerStats` of a controller; the first call wraps
-its store's ``get_message`` to count gets (found, missed, messages transferred). Puts are counted
-where every put passes, :meth:`broker.message_service.MessageService.put`, through
-:meth:`BrokerStats.record_put`, which only adds to per-topic pending sums (it runs once per send
-request) and folds them into the sampled items at the first put or read after a sampling time:
-the samples come out as if every put had been added on its own. Consumer-group gets are recorded
-by the pull path through :meth:`BrokerStats.record_group_get`.
+One :class:`BrokerStats` is built by the broker's composition (:class:`broker.app.Broker`) and
+handed to whoever records or reads: every put passes
+:meth:`broker.message_service.MessageService.put_nowait`, which calls :meth:`BrokerStats.record_put`;
+that only adds to per-topic pending sums (it runs once per send request) and folds them into the
+sampled items at the first put or read after a sampling time, so the samples come out as if every
+put had been added on its own. The pull processor records each pull's store read
+(:meth:`BrokerStats.record_get`, counted after filtering, where Java's
+``DefaultMessageStore.getMessage`` counts) and the messages a consumer group pulled
+(:meth:`BrokerStats.record_group_get`); the status and admin processors read.
 """
 
 from __future__ import annotations
 
 import time
-import weakref
 from bisect import bisect_left
 from collections.abc import Callable
-from typing import Any
 
 from broker.stats_items import STORE_SAMPLE_MS, Counter, StatsItem
 
@@ -197,7 +197,9 @@ class BrokerStats:
         self.put_failed += 1
 
     def record_get(self, found: bool, count: int, elapsed_ms: int) -> None:
-        """A store read: ``found`` or missed, ``count`` messages handed out."""
+        """One pull's store read, after filtering: ``found`` or missed, ``count`` messages handed
+        out, ``elapsed_ms`` spent reading (``getMessageTimesTotalFound`` / ``…Miss``,
+        ``getMessageTransferredMsgCount``, ``getMessageEntireTimeMax``)."""
         now = self.clock()
         for counter in (self.get_found, self.get_miss, self.transferred):
             counter.catch_up(now)
@@ -340,30 +342,3 @@ class BrokerStats:
             "putLatency99": f"{self.percentile_ms(0.99):.2f}",
             "putLatency999": f"{self.percentile_ms(0.999):.2f}",
         }
-
-
-_STATS: weakref.WeakKeyDictionary[Any, BrokerStats] = weakref.WeakKeyDictionary()
-
-
-def broker_stats(controller: Any) -> BrokerStats:
-    """The statistics of ``controller`` (a ``BrokerController``), created on first use, when its
-    store's ``get_message`` is wrapped to count every read. Puts are recorded by the broker's
-    ``MessageService`` (see the module docstring)."""
-    stats = _STATS.get(controller)
-    if stats is None:
-        stats = _STATS[controller] = BrokerStats(controller.config.broker_cluster_name)
-        _observe_gets(controller.store, stats)
-    return stats
-
-
-def _observe_gets(store: Any, stats: BrokerStats) -> None:
-    get_message = store.get_message
-
-    def observed_get(*args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        result = get_message(*args, **kwargs)
-        count = result.message_count
-        stats.record_get(count > 0, count, int((time.perf_counter() - start) * 1000))
-        return result
-
-    setattr(store, "get_message", observed_get)  # noqa: B010 - an instance attribute shadows the method

@@ -6,13 +6,21 @@ reads a record (a miss costs no commit-log read), then
 :meth:`MessageFilter.is_matched_by_commit_log` with the stored record's bytes. A tag subscription
 answers in the first step and always matches in the second; a SQL92 subscription matches every
 unit (no bloom-filter data, as in Java without ``enableCalcFilterBitMap``) and evaluates the
-record's properties in the second. The broker's implementations live in ``broker/filter/``; the
-store knows only this protocol and the tag-code filter below.
+record's properties in the second, decoding them from the record itself.
+
+Java's ``isMatchedByCommitLog(ByteBuffer, Map)`` takes either the record or its properties already
+decoded; the second form, :meth:`MessageFilter.is_matched_by_properties`, is what the store's
+arrival listener allows (it hands out each dispatched message's properties): long polling wakes a
+held pull only for a message both checks let through, as ``PullRequestHoldService`` does.
+
+The broker's implementations live in ``broker/filter/``; the store knows only this protocol and
+the tag-code filter below. A filter holds no state of one read, so a pull, a held pull and a POP
+read can share it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Protocol
 
 
@@ -23,6 +31,11 @@ class MessageFilter(Protocol):
 
     def is_matched_by_commit_log(self, record: bytes) -> bool:
         """Whether the whole stored record (as ``CommitLog`` keeps it) matches."""
+        ...
+
+    def is_matched_by_properties(self, properties: Mapping[str, str]) -> bool:
+        """The commit-log check on a message's properties already decoded (the arrival
+        listener's)."""
         ...
 
 
@@ -38,6 +51,9 @@ class TagsCodeFilter:
         return tags_code is None or tags_code in self.codes
 
     def is_matched_by_commit_log(self, record: bytes) -> bool:
+        return True
+
+    def is_matched_by_properties(self, properties: Mapping[str, str]) -> bool:
         return True
 
     def __repr__(self) -> str:

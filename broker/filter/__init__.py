@@ -2,8 +2,9 @@
 
 :func:`~broker.filter.parser.compile_sql92` turns an expression into a compiled tree (or a
 :class:`~broker.filter.parser.FilterCompileError` whose text is the real broker's remark);
-:class:`~broker.filter.message_filter.ExpressionMessageFilter` applies it to a record's properties
-at pull time; :mod:`broker.filter.pull_filter` holds the pull path's checks and filtered read.
+:class:`~broker.filter.message_filter.ExpressionMessageFilter` is the store's ``MessageFilter`` that
+applies it to a record's properties during the store's read; :mod:`broker.filter.subscription_filter`
+builds the filter a consumer's subscription reads through.
 """
 
 from broker.filter.message_filter import (

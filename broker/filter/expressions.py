@@ -329,8 +329,3 @@ class Or(Expression):
 
     def __str__(self) -> str:
         return f"({self.left} || {self.right})"
-
-
-def java_text(value: JavaValue) -> str:
-    """How ``String.format("%s", value)`` prints a constant (BETWEEN's error remark)."""
-    return to_java_string(value)

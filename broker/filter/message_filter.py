@@ -3,13 +3,15 @@
 Mirrors ``org.apache.rocketmq.broker.filter``: ``ConsumerFilterData`` (a compiled expression and
 the subscription version it was compiled for), ``ConsumerFilterManager`` (here only a cache keyed
 by group and topic; Java's bloom-filter bit maps need the consume-queue extension, which is off by
-default and not implemented) and ``ExpressionMessageFilter`` / ``ExpressionForRetryMessageFilter``
-(what ``DefaultMessageStore.getMessage`` asks about every candidate record).
+default and not implemented) and ``ExpressionMessageFilter`` / ``ExpressionForRetryMessageFilter``,
+the store's :class:`store.message_filter.MessageFilter` for a subscription:
+``MessageReader.get_message`` asks them about every candidate record, and a held pull about every
+arriving message.
 
 A SQL92 subscription never filters at the consume-queue level (Java answers true there when no bloom
-filter data exists); every candidate record's properties are evaluated, and only a result of TRUE
-matches: unknown (a missing property) and evaluation errors (a property that does not convert to a
-number) do not, as in ``ExpressionMessageFilter.isMatchedByCommitLog``.
+filter data exists); every candidate record's properties are decoded from the record and evaluated,
+and only a result of TRUE matches: unknown (a missing property) and evaluation errors (a property
+that does not convert to a number) do not, as in ``ExpressionMessageFilter.isMatchedByCommitLog``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from broker.filter.expressions import Expression
 from broker.filter.java_values import JavaError
 from broker.filter.parser import FilterCompileError, compile_sql92
 from codec.bodies.heartbeat import EXPRESSION_SQL92, EXPRESSION_TAG, SUB_ALL, SubscriptionData
-from codec.properties import RETRY_TOPIC
+from codec.errors import MessageFormatError
+from codec.message import decode_record
+from codec.properties import RETRY_TOPIC, decode_properties
 
 logger = logging.getLogger(__name__)
 
@@ -126,9 +130,12 @@ class ConsumerFilterManager:
 
 
 class ExpressionMessageFilter:
-    """Whether a candidate record matches a subscription (``MessageFilter`` of Java's store)."""
+    """Whether a candidate message matches a subscription (``MessageFilter`` of Java's store).
 
-    __slots__ = ("code_set", "filter_data", "manager", "subscription")
+    It keeps nothing of one read, so every pull, held pull or POP read of the subscription may
+    share it."""
+
+    __slots__ = ("_evaluates", "code_set", "filter_data", "manager", "subscription")
 
     def __init__(
         self,
@@ -140,6 +147,8 @@ class ExpressionMessageFilter:
         self.filter_data = filter_data
         self.manager = manager
         self.code_set = frozenset(subscription.code_set)
+        # Class-filter and TAG subscriptions pass the commit-log check without decoding anything.
+        self._evaluates = self.is_sql and not subscription.class_filter_mode
 
     @property
     def is_sql(self) -> bool:
@@ -152,16 +161,23 @@ class ExpressionMessageFilter:
             return True
         return tags_code in self.code_set
 
-    def is_matched_by_commit_log(self, properties: Mapping[str, str] | None) -> bool:
-        """Evaluate the compiled expression on the record's properties; TRUE matches, anything
-        else (FALSE, unknown, an evaluation error) does not. TAG subscriptions always match here."""
-        sub = self.subscription
-        if sub.class_filter_mode or not self.is_sql:
-            return True
-        return _evaluate(self._filter_for(properties), properties)
+    def is_matched_by_commit_log(self, record: bytes) -> bool:
+        """Evaluate the compiled expression on the properties decoded from the stored record; TRUE
+        matches, anything else (FALSE, unknown, an evaluation error) does not. TAG subscriptions
+        always match here, and the record is decoded only when there is an expression to evaluate."""
+        return not self._evaluates or self._matches(record, None)
 
-    def _filter_for(self, properties: Mapping[str, str] | None) -> ConsumerFilterData | None:
-        return self.filter_data
+    def is_matched_by_properties(self, properties: Mapping[str, str]) -> bool:
+        """:meth:`is_matched_by_commit_log` on properties already decoded (an arriving message)."""
+        return not self._evaluates or self._matches(None, properties)
+
+    def _matches(self, record: bytes | None, properties: Mapping[str, str] | None) -> bool:
+        """Java's ``isMatchedByCommitLog(msgBuffer, properties)`` past the TAG check: the
+        properties given, else those of ``record``, decoded only when there is an expression."""
+        data = self.filter_data
+        if data is None:  # no expression: Java lets the message through
+            return True
+        return _evaluate(data, _properties_of(record, properties))
 
 
 class ExpressionForRetryMessageFilter(ExpressionMessageFilter):
@@ -170,20 +186,35 @@ class ExpressionForRetryMessageFilter(ExpressionMessageFilter):
 
     __slots__ = ()
 
-    def _filter_for(self, properties: Mapping[str, str] | None) -> ConsumerFilterData | None:
+    def _matches(self, record: bytes | None, properties: Mapping[str, str] | None) -> bool:
         topic = self.subscription.topic
         if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or self.manager is None:
-            return self.filter_data
-        real_topic = (properties or {}).get(RETRY_TOPIC)
+            return super()._matches(record, properties)
+        properties = _properties_of(record, properties)  # the original topic is one of them
+        real_topic = properties.get(RETRY_TOPIC)
         group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
-        return self.manager.get(group, real_topic) if real_topic is not None else None
+        data = self.manager.get(group, real_topic) if real_topic is not None else None
+        return data is None or _evaluate(data, properties)
 
 
-def _evaluate(data: ConsumerFilterData | None, properties: Mapping[str, str] | None) -> bool:
-    if data is None:  # no expression: Java lets the message through
-        return True
+def record_properties(record: bytes) -> Mapping[str, str]:
+    """The properties of one stored record (``MessageDecoder.decodeProperties``); none when the
+    record cannot be decoded, so that only an expression true without properties matches it."""
     try:
-        return data.compiled.evaluate(properties or {}) is True
+        return decode_properties(decode_record(record, with_body=False).properties)
+    except MessageFormatError:
+        return {}
+
+
+def _properties_of(record: bytes | None, properties: Mapping[str, str] | None) -> Mapping[str, str]:
+    if properties is not None:
+        return properties
+    return record_properties(record) if record is not None else {}
+
+
+def _evaluate(data: ConsumerFilterData, properties: Mapping[str, str]) -> bool:
+    try:
+        return data.compiled.evaluate(properties) is True
     except JavaError as err:
         logger.debug("Message Filter error, %s, %s: %s", data.expression, properties, err)
         return False

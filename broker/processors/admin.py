@@ -16,7 +16,7 @@ from typing import Any
 
 from broker.client_manager import ClientChannel
 from broker.controller import BrokerController
-from broker.stats import broker_stats
+from broker.stats import BrokerStats
 from broker.subscription_group_manager import SubscriptionGroupConfig
 from broker.topic_attributes import requested_attributes
 from broker.topic_config_manager import (
@@ -62,8 +62,9 @@ def _connection(channel: ClientChannel) -> dict[str, Any]:
 
 
 class AdminBrokerProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerController, stats: BrokerStats) -> None:
         self.broker = broker
+        self.stats = stats
 
     def register(self, dispatcher: Dispatcher) -> None:
         reg = dispatcher.register
@@ -224,7 +225,7 @@ class AdminBrokerProcessor:
                         },
                     )
                 )
-        tps = repr(sum(broker_stats(broker).group_get_tps(group, t) for t in topics)).encode()
+        tps = repr(sum(self.stats.group_get_tps(group, t) for t in topics)).encode()
         body = b'{"consumeTps":' + tps + b',"offsetTable":' + fastjson.dumps_object_keys(entries) + b"}"
         return request.make_response(ResponseCode.SUCCESS, body=body)
 

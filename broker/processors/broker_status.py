@@ -20,12 +20,11 @@ import math
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from broker.config import JAVA_KEY_ALIASES
 from broker.controller import BrokerController
-from broker.metrics import start_metrics
-from broker.stats import BrokerStats, broker_stats, java_double
+from broker.stats import BrokerStats, java_double
 from broker.topic_config_manager import SCHEDULE_TOPIC
 from codec import fastjson
 from codec.bodies.route import KVTable
@@ -37,9 +36,6 @@ from codec.headers.admin import ViewBrokerStatsDataRequestHeader
 from codec.java_properties import format_properties, parse_properties
 from codec.versions import CURRENT_VERSION, version_desc
 from gateway.transport.dispatch import Dispatcher, RequestContext
-
-if TYPE_CHECKING:
-    from broker.prometheus import BrokerMetrics
 
 logger = logging.getLogger(__name__)
 
@@ -77,10 +73,9 @@ def human_bytes(count: int) -> str:
 
 
 class BrokerStatusProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerController, stats: BrokerStats) -> None:
         self.broker = broker
-        self.stats: BrokerStats = broker_stats(broker)
-        self.metrics: BrokerMetrics | None = None
+        self.stats = stats
 
     def register(self, dispatcher: Dispatcher) -> None:
         reg = dispatcher.register
@@ -89,7 +84,6 @@ class BrokerStatusProcessor:
         reg(RequestCode.UPDATE_BROKER_CONFIG, self.update_broker_config, None)
         reg(RequestCode.VIEW_BROKER_STATS_DATA, self.view_broker_stats_data, ViewBrokerStatsDataRequestHeader)
         reg(RequestCode.GET_BROKER_CONSUME_STATS, self.get_broker_consume_stats, None)
-        self.metrics = start_metrics(self.broker, self.stats, dispatcher)
 
     # -- runtime info ----------------------------------------------------------------------------
 

@@ -2,30 +2,37 @@
 
 The pre-checks run in Java's order (``PullMessageProcessor.processRequest``) and a failed one
 raises :class:`PullRejected`, which the dispatcher answers with its code, remark and
-``forbiddenType``; the store's status maps to the response code and ``nextBeginOffset`` as in
-Java's ``PullMessageResultHandler``; a pull that finds nothing and may be suspended is held until
-a matching message arrives or its suspend time runs out (:mod:`broker.long_polling`) and is then
-run once more without suspension. The COMMIT flag's offset is stored on the first processing only.
+``forbiddenType``; the checks that pass leave a :class:`PullPlan` (the topic and group configs and
+the store filter of the subscription) that the read, the hold and the response use. Every pull
+is one ``MessageStore.get_message`` call with that filter, tags and SQL92 alike (Java's
+``DefaultMessageStore.getMessage`` with a ``MessageFilter``); the store's status maps to the
+response code and ``nextBeginOffset`` as in Java's ``PullMessageResultHandler``; a pull that finds
+nothing and may be suspended is held until a message its filter lets through arrives or its
+suspend time runs out (:mod:`broker.long_polling`) and is then run once more without suspension.
+The COMMIT flag's offset is stored on the first processing only.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+import time
+from dataclasses import dataclass
 
 import trio
 
 from broker.controller import BrokerController
-from broker.filter import ConsumerFilterManager, is_tag_type
-from broker.filter.pull_filter import PullFilter, filter_from_header, filter_from_registered, get_message
-from broker.stats import broker_stats
-from codec.bodies.heartbeat import EXPRESSION_TAG, SUB_ALL, SubscriptionData
-from codec.bodies.register import PERM_READ
+from broker.filter import is_tag_type
+from broker.filter.subscription_filter import filter_from_header, filter_from_registered, tags_filter
+from broker.stats import BrokerStats
+from broker.subscription_group_manager import SubscriptionGroupConfig
+from codec.bodies.heartbeat import EXPRESSION_TAG, SubscriptionData
+from codec.bodies.register import PERM_READ, TopicConfig
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.errors import RocketMQError
 from codec.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader, PullSysFlag
 from gateway.transport.dispatch import Dispatcher, RequestContext
+from store.message_filter import MessageFilter
 from store.results import GetMessageResult, GetMessageStatus
 
 logger = logging.getLogger(__name__)
@@ -56,18 +63,21 @@ class PullRejected(RocketMQError):
         super().__init__(remark, response_code=code, ext_fields=fields)
 
 
-def tags_filter(sub: SubscriptionData) -> Collection[int] | None:
-    """The tag hash codes a subscription accepts; ``None`` when it accepts everything."""
-    if sub.sub_string.strip() in ("", SUB_ALL) or not sub.code_set:
-        return None
-    return frozenset(sub.code_set)
+@dataclass(frozen=True, slots=True)
+class PullPlan:
+    """What the pre-checks established about a pull: the configs of the topic and group it reads
+    for, and the store filter of its subscription (``None``: every message)."""
+
+    topic: TopicConfig
+    group: SubscriptionGroupConfig
+    message_filter: MessageFilter | None
 
 
 class PullMessageProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerController, stats: BrokerStats) -> None:
         self.broker = broker
+        self.stats = stats
         self.held_total = 0
-        self.filters = ConsumerFilterManager()  # SQL92: compiled once per subscription version
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(RequestCode.PULL_MESSAGE, self.pull, PullMessageRequestHeader)
@@ -76,12 +86,12 @@ class PullMessageProcessor:
     async def pull(
         self, ctx: RequestContext, request: RemotingCommand, header: PullMessageRequestHeader
     ) -> RemotingCommand:
-        tags_codes = self._check(ctx, request, header)
+        plan = self._check(ctx, request, header)
         broker = self.broker
         flags = header.sys_flag
-        if flags & PullSysFlag.COMMIT_OFFSET and broker.topics.select(header.topic) is not None:
+        if flags & PullSysFlag.COMMIT_OFFSET:
             broker.offsets.commit(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
-        result = self._get(header, tags_codes)
+        result = self._get(header, plan)
         code = self._code(header, result)
         if code == ResponseCode.PULL_NOT_FOUND and flags & PullSysFlag.SUSPEND and not broker.stopping:
             timeout_ms = (
@@ -89,18 +99,29 @@ class PullMessageProcessor:
                 if broker.config.long_polling_enable
                 else broker.config.short_polling_time_mills
             )
-            result = await self._hold(header, tags_codes, result, timeout_ms / 1000)
+            result = await self._hold(header, plan, timeout_ms / 1000)
             code = self._code(header, result)
-        broker_stats(broker).record_group_get(
+        self.stats.record_group_get(
             header.topic, header.consumer_group, result.message_count, result.buffer_total_size
         )
-        return self._response(request, header, result, code)
+        return self._response(request, header, plan, result, code)
+
+    # -- pre-checks ------------------------------------------------------------------------------
 
     def _check(
         self, ctx: RequestContext, request: RemotingCommand, header: PullMessageRequestHeader
-    ) -> PullFilter:
-        broker = self.broker
-        config = broker.config
+    ) -> PullPlan:
+        """Java's checks in Java's order; raises :class:`PullRejected` or, for a filter that
+        cannot be built, :class:`RocketMQError`."""
+        self._check_broker(request)
+        group = self._check_group(header)
+        topic = self._check_topic(ctx, header)
+        if header.sys_flag & PullSysFlag.SUBSCRIPTION:
+            return PullPlan(topic, group, self._carried_filter(header))
+        return PullPlan(topic, group, self._registered_filter(header, group))
+
+    def _check_broker(self, request: RemotingCommand) -> None:
+        config = self.broker.config
         if not config.broker_permission & PERM_READ:
             raise PullRejected(
                 ResponseCode.NO_PERMISSION,
@@ -113,7 +134,9 @@ class PullMessageProcessor:
                 f"the broker[{config.broker_ip1}] for lite pull consumer is forbidden",
                 FORBIDDEN_BROKER,
             )
-        group = broker.groups.find(header.consumer_group)
+
+    def _check_group(self, header: PullMessageRequestHeader) -> SubscriptionGroupConfig:
+        group = self.broker.groups.find(header.consumer_group)
         if group is None:
             raise PullRejected(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
@@ -125,7 +148,10 @@ class PullMessageProcessor:
                 f"subscription group no permission, {header.consumer_group}",
                 FORBIDDEN_GROUP,
             )
-        topic = broker.topics.select(header.topic)
+        return group
+
+    def _check_topic(self, ctx: RequestContext, header: PullMessageRequestHeader) -> TopicConfig:
+        topic = self.broker.topics.select(header.topic)
         if topic is None:
             raise PullRejected(
                 ResponseCode.TOPIC_NOT_EXIST,
@@ -144,63 +170,72 @@ class PullMessageProcessor:
                 f"topicConfig.readQueueNums:[{topic.read_queue_nums}] "
                 f"consumer:[{ctx.connection.remote_addr}]",
             )
-        if header.sys_flag & PullSysFlag.SUBSCRIPTION:
-            expression_type = header.expression_type or EXPRESSION_TAG
-            if not is_tag_type(expression_type):  # SQL92 carried by the pull (broker/filter/)
-                return filter_from_header(
-                    config,
-                    self.filters,
-                    header.topic,
-                    header.consumer_group,
-                    header.subscription,
-                    expression_type,
-                    header.sub_version,
-                )
-            sub = SubscriptionData.build(header.topic, header.subscription, header.sub_version)
-            return tags_filter(sub)
-        info = broker.clients.consumers.get(header.consumer_group)
+        return topic
+
+    def _carried_filter(self, header: PullMessageRequestHeader) -> MessageFilter | None:
+        """The filter of the subscription the pull carries (the SUBSCRIPTION flag)."""
+        expression_type = header.expression_type or EXPRESSION_TAG
+        if is_tag_type(expression_type):
+            return tags_filter(SubscriptionData.build(header.topic, header.subscription, header.sub_version))
+        return filter_from_header(
+            self.broker.config,
+            self.broker.filters,
+            header.topic,
+            header.consumer_group,
+            header.subscription,
+            expression_type,
+            header.sub_version,
+        )
+
+    def _registered_filter(
+        self, header: PullMessageRequestHeader, group: SubscriptionGroupConfig
+    ) -> MessageFilter | None:
+        """The filter of the subscription the group's heartbeat registered for the topic."""
+        name = header.consumer_group
+        info = self.broker.clients.consumers.get(name)
         if info is None:
             raise PullRejected(
-                ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                f"the consumer's group info not exist, group: {header.consumer_group}",
+                ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's group info not exist, group: {name}"
             )
         if info.is_broadcasting and not group.consume_broadcast_enable:
             raise PullRejected(
                 ResponseCode.NO_PERMISSION,
-                f"the consumer group[{header.consumer_group}] can not consume by broadcast way",
+                f"the consumer group[{name}] can not consume by broadcast way",
                 FORBIDDEN_BROADCASTING,
             )
         registered = info.subscriptions.get(header.topic)
         if registered is None:
             raise PullRejected(
-                ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                f"the consumer's subscription not exist, group: {header.consumer_group}",
+                ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist, group: {name}"
             )
         if registered.sub_version < header.sub_version:
             raise PullRejected(
-                ResponseCode.SUBSCRIPTION_NOT_LATEST,
-                f"the consumer's subscription not latest, group: {header.consumer_group}",
+                ResponseCode.SUBSCRIPTION_NOT_LATEST, f"the consumer's subscription not latest, group: {name}"
             )
-        if not is_tag_type(registered.expression_type):  # the heartbeat's SQL92 (broker/filter/)
-            return filter_from_registered(
-                config, self.filters, header.consumer_group, registered, header.sub_version
-            )
-        return tags_filter(registered)
+        if is_tag_type(registered.expression_type):
+            return tags_filter(registered)
+        broker = self.broker
+        return filter_from_registered(broker.config, broker.filters, name, registered, header.sub_version)
 
-    def _get(self, header: PullMessageRequestHeader, tags_codes: PullFilter) -> GetMessageResult:
+    # -- reading ---------------------------------------------------------------------------------
+
+    def _get(self, header: PullMessageRequestHeader, plan: PullPlan) -> GetMessageResult:
+        """The pull's one store read through its filter, counted in the statistics."""
         max_bytes = (
             header.max_msg_bytes if header.max_msg_bytes and header.max_msg_bytes > 0 else MAX_PULL_BYTES
         )
-        # Tag codes go to the store as before; a SQL92 filter reads through it and keeps matches.
-        return get_message(
-            self.broker.store,
+        start = time.perf_counter()
+        result = self.broker.store.get_message(
             header.topic,
             header.queue_id,
             header.queue_offset,
             header.max_msg_nums,
             max_bytes,
-            tags_codes,
+            plan.message_filter,
         )
+        count = result.message_count
+        self.stats.record_get(count > 0, count, int((time.perf_counter() - start) * 1000))
+        return result
 
     @staticmethod
     def _code(header: PullMessageRequestHeader, result: GetMessageResult) -> int:
@@ -212,44 +247,39 @@ class PullMessageProcessor:
         return _STATUS_CODES.get(status, ResponseCode.SYSTEM_ERROR)
 
     async def _hold(
-        self,
-        header: PullMessageRequestHeader,
-        tags_codes: PullFilter,
-        result: GetMessageResult,
-        timeout_s: float,
+        self, header: PullMessageRequestHeader, plan: PullPlan, timeout_s: float
     ) -> GetMessageResult:
-        """Park the pull until a matching message arrives or the suspend time ends, then pull again."""
+        """Park the pull until a message its filter lets through arrives or the suspend time ends,
+        then pull again."""
         hold = self.broker.hold
         arrived = trio.Event()
-        held = hold.hold(header.topic, header.queue_id, header.queue_offset, tags_codes, arrived.set)
+        held = hold.hold(header.topic, header.queue_id, header.queue_offset, plan.message_filter, arrived.set)
         self.held_total += 1
         try:
             with trio.move_on_after(max(timeout_s, 0.0)):
                 await arrived.wait()
         finally:
             hold.release(header.topic, header.queue_id, held)
-        return self._get(header, tags_codes)
+        return self._get(header, plan)
 
     def _response(
         self,
         request: RemotingCommand,
         header: PullMessageRequestHeader,
+        plan: PullPlan,
         result: GetMessageResult,
         code: int,
     ) -> RemotingCommand:
-        broker = self.broker
         next_begin = result.next_begin_offset
         if result.status in (GetMessageStatus.NO_MESSAGE_IN_QUEUE, GetMessageStatus.NO_MATCHED_LOGIC_QUEUE):
             next_begin = 0
-        topic = broker.topics.select(header.topic)
-        group = broker.groups.find(header.consumer_group, create=False)
         response_header = PullMessageResponseHeader(
             suggest_which_broker_id=0,
             next_begin_offset=next_begin,
             min_offset=result.min_offset,
             max_offset=result.max_offset,
-            topic_sys_flag=topic.topic_sys_flag if topic is not None else None,
-            group_sys_flag=group.group_sys_flag if group is not None else None,
+            topic_sys_flag=plan.topic.topic_sys_flag,
+            group_sys_flag=plan.group.group_sys_flag,
         )
         body = result.body() if code == ResponseCode.SUCCESS else b""
         return request.make_response(code, result.status.name, header=response_header, body=body)

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 import trio
 
-from broker.metrics import exporter_of
 from codec import fastjson
 from codec.bodies.heartbeat import ConsumerData, HeartbeatData, SubscriptionData
 from codec.bodies.route import KVTable
@@ -271,23 +270,24 @@ async def test_prometheus_endpoint_counts_messages_in_and_out(tmp_path: Path) ->
         metrics_prom_exporter_host="127.0.0.1",
         metrics_prom_exporter_port=0,
     ) as (app, conn):
-        exporter = exporter_of(app.controller)
+        exporter = app.broker.metrics  # created, served and closed by the broker's lifecycle
         assert exporter is not None
-        try:
-            for i in range(7):
-                await conn.invoke(send_request("PromT", f"m{i}".encode()), 3)
-            await conn.invoke(pull_request("PromT", 0), 3)
-            commit = {"consumerGroup": "cg", "topic": "PromT", "queueId": "0", "commitOffset": "2"}
-            assert (await conn.invoke(request(RequestCode.UPDATE_CONSUMER_OFFSET, commit), 3)).code == 0
-            exporter.refresh()
+        for i in range(7):
+            await conn.invoke(send_request("PromT", f"m{i}".encode()), 3)
+        await conn.invoke(pull_request("PromT", 0), 3)
+        commit = {"consumerGroup": "cg", "topic": "PromT", "queueId": "0", "commitOffset": "2"}
+        assert (await conn.invoke(request(RequestCode.UPDATE_CONSUMER_OFFSET, commit), 3)).code == 0
+        exporter.refresh()
+        url = f"http://127.0.0.1:{exporter.port}/metrics"
 
-            def scrape() -> str:
-                with urllib.request.urlopen(f"http://127.0.0.1:{exporter.port}/metrics", timeout=5) as r:
-                    return str(r.read().decode())
+        def scrape() -> str:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                return str(r.read().decode())
 
-            text = await trio.to_thread.run_sync(scrape)
-        finally:
-            exporter.close()
+        text = await trio.to_thread.run_sync(scrape)
+    assert exporter.server is None  # the stopped broker closed its endpoint
+    with pytest.raises(OSError, match="refused"):
+        await trio.to_thread.run_sync(scrape)
     base = {"cluster": "DefaultCluster", "node_id": "broker-a", "node_type": "broker", "topic": "PromT"}
     assert sample(text, "rocketmq_messages_in_total", message_type="normal", is_system="false", **base) == 7
     assert sample(text, "rocketmq_messages_out_total", consumer_group="cg", is_system="false", **base) == 7

@@ -6,22 +6,22 @@ long-poll wake-ups, and retry topics (the Java clients are in compat_tests/test_
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
 from pathlib import Path
 
 import trio
 
 from broker.filter import ConsumerFilterManager, ExpressionForRetryMessageFilter, ExpressionMessageFilter
-from broker.filter.pull_filter import get_message
+from broker.long_polling import PullHoldService
 from codec.bodies.heartbeat import CheckClientRequestBody, ConsumerData, HeartbeatData, SubscriptionData
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
+from codec.hashing import tags_code
 from codec.headers.base import EmptyHeader
 from codec.headers.pull import PullMessageRequestHeader, PullSysFlag
 from codec.message import MessageRecord, encode_record
 from codec.properties import RETRY_TOPIC, TAGS, encode_properties
 from gateway.transport.connection import Connection
-from store.results import GetMessageResult, GetMessageStatus
+from store.message_filter import TagsCodeFilter
 from tests.broker.helpers import records, running_broker, send_request
 
 SQL92 = "SQL92"
@@ -116,8 +116,7 @@ async def test_registered_subscription_compiled_once_per_version(tmp_path: Path)
     async with running_broker(tmp_path, enable_property_filter=True) as (app, conn):
         await send_all(conn, "TR", [{"n": "1"}, {"n": "5"}, {"n": "7"}])
         await heartbeat(conn, "TR", "n > 3", version=1)
-        handler = app.dispatcher._routes[RequestCode.PULL_MESSAGE][0]
-        filters: ConsumerFilterManager = handler.__self__.filters  # type: ignore[attr-defined]
+        filters = app.controller.filters
         for _ in range(3):
             resp = await conn.invoke(sql_pull("TR", 0, "", flags=0), 3)
             assert [r.body for r in records(resp)] == [b"m1", b"m2"]
@@ -166,50 +165,49 @@ async def test_long_poll_wakes_only_for_a_matching_message(tmp_path: Path) -> No
         assert waited < 5
 
 
-class ListStore:
-    """A store double: records in one queue, read at most ``page`` at a time."""
-
-    def __init__(self, props: list[dict[str, str]], page: int) -> None:
-        self.records = [
-            encode_record(
-                MessageRecord(topic="T", queue_id=0, body=b"%d" % i, properties=encode_properties(p))
-            )
-            for i, p in enumerate(props)
-        ]
-        self.page = page
-        self.calls = 0
-
-    def get_message(
-        self,
-        topic: str,
-        queue_id: int,
-        offset: int,
-        max_msg_nums: int,
-        max_total_msg_size: int = 0,
-        tags_codes: Collection[int] | None = None,
-    ) -> GetMessageResult:
-        self.calls += 1
-        end = len(self.records)
-        if offset >= end:
-            return GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_ONE, offset, 0, end)
-        stop = min(end, offset + min(max_msg_nums, self.page))
-        result = GetMessageResult(GetMessageStatus.FOUND, stop, 0, end)
-        result.buffers = self.records[offset:stop]
-        result.queue_offsets = list(range(offset, stop))
-        return result
+async def test_a_match_past_the_scan_window_is_pulled_from_next_begin_offset(tmp_path: Path) -> None:
+    """One pull scans Java's maxFilterMessageSize window (800 units for 32 messages): nothing
+    matching in it answers PULL_RETRY_IMMEDIATELY with the offset after it, and the client's next
+    pull from there finds the match. Each pull is one store read in the statistics."""
+    async with running_broker(tmp_path, enable_property_filter=True) as (app, conn):
+        await send_all(conn, "TW", [{"n": "0"}] * 820 + [{"n": "1"}])
+        stats = app.broker.stats
+        flags = PullSysFlag.SUBSCRIPTION
+        first = await conn.invoke(sql_pull("TW", 0, "n = 1", flags=flags), 3)
+        assert first.code == ResponseCode.PULL_RETRY_IMMEDIATELY
+        assert first.ext_fields is not None
+        assert first.ext_fields["nextBeginOffset"] == "800"
+        assert (stats.get_found.value, stats.get_miss.value) == (0, 1)
+        second = await conn.invoke(sql_pull("TW", 800, "n = 1", flags=flags), 3)
+        assert second.code == ResponseCode.SUCCESS
+        assert [r.body for r in records(second)] == [b"m820"]
+        assert second.ext_fields is not None
+        assert second.ext_fields["nextBeginOffset"] == "821"
+        assert (stats.get_found.value, stats.get_miss.value, stats.transferred.value) == (1, 1, 1)
 
 
-def test_filtered_read_goes_on_past_pages_without_matches() -> None:
-    """Java scans up to maxFilterMessageSize of consume-queue units for matches, not one page."""
-    props = [{"n": "0"}] * 50 + [{"n": "1"}] * 3
-    store = ListStore(props, page=8)
-    sub = SubscriptionData(topic="T", sub_string="n = 1", expression_type=SQL92, sub_version=1)
+def sql_filter(expression: str, topic: str = "T") -> ExpressionMessageFilter:
     manager = ConsumerFilterManager()
-    flt = ExpressionMessageFilter(sub, manager.get("G", "T", sub), manager)
-    result = get_message(store, "T", 0, 0, 32, 1 << 20, flt)
-    assert result.queue_offsets == [50, 51, 52]
-    assert result.next_begin_offset == 53
-    assert store.calls > 1
+    sub = SubscriptionData(topic=topic, sub_string=expression, expression_type=SQL92, sub_version=1)
+    return ExpressionMessageFilter(sub, manager.get("G", topic, sub), manager)
+
+
+def stored(props: dict[str, str]) -> bytes:
+    return encode_record(MessageRecord(topic="T", queue_id=0, body=b"x", properties=encode_properties(props)))
+
+
+def test_a_held_pull_asks_its_filter_about_each_arriving_message() -> None:
+    hold = PullHoldService()
+    sql = hold.hold("T", 0, 1, sql_filter("k = 'wanted'"), lambda: None)
+    tag = hold.hold("T", 0, 1, TagsCodeFilter([tags_code("TagA")]), lambda: None)
+    every = hold.hold("T", 0, 1, None, lambda: None)
+    assert sql.matches(2, tags_code("TagB"), {"k": "wanted"})
+    assert not sql.matches(2, tags_code("TagB"), {"k": "other"})
+    assert not sql.matches(1, tags_code("TagB"), {"k": "wanted"})  # not past the pull's offset
+    assert tag.matches(2, tags_code("TagA"), {})
+    assert not tag.matches(2, tags_code("TagB"), {})
+    assert every.matches(2, tags_code("TagB"), {})
+    assert hold.held_count == 3
 
 
 def test_retry_filter_uses_the_original_topics_expression() -> None:
@@ -218,8 +216,11 @@ def test_retry_filter_uses_the_original_topics_expression() -> None:
     assert manager.get("G", "T", original) is not None
     retry = SubscriptionData(topic="%RETRY%G", sub_string="n > 100", expression_type=SQL92, sub_version=1)
     flt = ExpressionForRetryMessageFilter(retry, manager.get("G", "%RETRY%G", retry), manager)
-    assert flt.is_matched_by_commit_log({"n": "5", RETRY_TOPIC: "T"})
-    assert not flt.is_matched_by_commit_log({"n": "1", RETRY_TOPIC: "T"})
+    for props, matched in (({"n": "5", RETRY_TOPIC: "T"}, True), ({"n": "1", RETRY_TOPIC: "T"}, False)):
+        assert flt.is_matched_by_properties(props) is matched  # an arriving message (long polling)
+        assert flt.is_matched_by_commit_log(stored(props)) is matched  # a stored record (the store's read)
     plain = ExpressionMessageFilter(retry, manager.get("G", "%RETRY%G", retry), manager)
-    assert not plain.is_matched_by_commit_log({"n": "5", RETRY_TOPIC: "T"})  # filterSupportRetry=false
+    assert not plain.is_matched_by_commit_log(
+        stored({"n": "5", RETRY_TOPIC: "T"})
+    )  # filterSupportRetry=false
     assert flt.is_matched_by_consume_queue(12345)

@@ -1,10 +1,12 @@
 """broker/stats.py against Java's sampling rules (StatsItem, StoreStatsService, BrokerStats),
-driven by a fake clock."""
+driven by a fake clock; and what an in-process broker records into the statistics it was built
+with."""
 
 from __future__ import annotations
 
 import random
 import time
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +19,9 @@ from broker.stats import (
     BrokerStats,
 )
 from broker.stats_items import Counter, StatsItem
+from codec.headers.pull import PullSysFlag
+from codec.properties import TAGS
+from tests.broker.helpers import pull_request, records, running_broker, send_request
 
 
 class Clock:
@@ -161,3 +166,21 @@ def test_pending_puts_sample_as_if_added_one_by_one() -> None:
             expected_tps = [ref_put.tps(s) for s in (10, 60, 600)]
             shown = stats.store_runtime_info()["putTps"].split(" ")
             assert shown == ["" if t is None else repr(float(t)) for t in expected_tps], step
+
+
+async def test_a_pull_counts_one_store_read_after_filtering(tmp_path: Path) -> None:
+    """``getFoundTps`` / ``getMissTps`` / ``getTransferredTps`` count each pull's store read once,
+    with the messages left after the tag filter, and the group get with them."""
+    async with running_broker(tmp_path) as (app, conn):
+        for i in range(40):
+            await conn.invoke(send_request("GetT", b"m%d" % i, {TAGS: "TagA" if i >= 37 else "TagB"}), 3)
+        stats = app.broker.stats
+        assert (stats.get_found.value, stats.get_miss.value, stats.transferred.value) == (0, 0, 0)
+        tag_a = pull_request("GetT", 0, subscription="TagA", suspend_ms=0, flags=PullSysFlag.SUBSCRIPTION)
+        assert [r.body for r in records(await conn.invoke(tag_a, 3))] == [b"m37", b"m38", b"m39"]
+        assert (stats.get_found.value, stats.get_miss.value, stats.transferred.value) == (1, 0, 3)
+        tag_c = pull_request("GetT", 0, subscription="TagC", suspend_ms=0, flags=PullSysFlag.SUBSCRIPTION)
+        assert not records(await conn.invoke(tag_c, 3))
+        assert (stats.get_found.value, stats.get_miss.value, stats.transferred.value) == (1, 1, 3)
+        day = stats.day_counters()
+        assert (day["msgPutTotalTodayNow"], day["msgGetTotalTodayNow"]) == (40, 3)
