@@ -37,7 +37,6 @@ from broker.filter.java_values import (
     java_equals,
     parse_double,
     runtime_error,
-    to_java_string,
     wrap_int,
     wrap_long,
 )
