@@ -39,7 +39,6 @@ from prometheus_client.registry import Collector
 
 from broker.controller import BrokerController
 from broker.stats import BrokerStats
-from broker.topic_config_manager import is_system_topic
 from codec.codes import LanguageCode, request_code_name, response_code_name
 from codec.command import RemotingCommand
 from codec.versions import version_desc
@@ -98,7 +97,7 @@ class BrokerMetrics:
             **self.base,
             "topic": topic,
             "message_type": "normal",
-            "is_system": _flag(is_system_topic(topic)),
+            "is_system": _flag(self.broker.topics.is_system(topic)),
         }
         self.messages_in.labels(**labels).inc(count)
         self.throughput_in.labels(**labels).inc(size)
@@ -112,7 +111,7 @@ class BrokerMetrics:
             **self.base,
             "topic": topic,
             "consumer_group": group,
-            "is_system": _flag(is_system_topic(topic)),
+            "is_system": _flag(self.broker.topics.is_system(topic)),
         }
         self.messages_out.labels(**labels).inc(count)
         self.throughput_out.labels(**labels).inc(size)
@@ -166,7 +165,7 @@ class BrokerMetrics:
                 topic,
                 group,
                 _flag(topic.startswith(RETRY_PREFIX)),
-                _flag(is_system_topic(topic)),
+                _flag(self.broker.topics.is_system(topic)),
             ]
             total, oldest = 0, 0
             for queue_id, offset in list(queues.items()):

@@ -132,12 +132,6 @@ def dlq_topic(group: str) -> str:
     return DLQ_GROUP_TOPIC_PREFIX + group
 
 
-def is_system_topic(topic: str) -> bool:
-    """``TopicValidator.isSystemTopic`` without the topics a broker adds at start (see
-    :meth:`TopicConfigManager.is_system`, which has them)."""
-    return topic in STATIC_SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIX)
-
-
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
