@@ -176,6 +176,28 @@ def startup(imports: str) -> tuple[float, float]:
     return float(out[0]), float(out[1])
 
 
+def gateway_startup(grpc: bool) -> tuple[float, float]:
+    """(seconds to the ``ready`` line, RSS MiB then) of ``rmq-gateway standalone``, the endpoint
+    on or off (``--no-grpc``)."""
+    import signal
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="rmq-grpc-bench-") as store:
+        args = ["standalone", "--namesrv-port", "0", "--broker-port", "0", "--store", store]
+        command = [sys.executable, "-m", "gateway.cli", *args, *([] if grpc else ["--no-grpc"])]
+        started = time.perf_counter()
+        process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+        try:
+            assert process.stderr is not None
+            for line in process.stderr:
+                if "ready:" in line:
+                    return time.perf_counter() - started, _rss_mib(process.pid)
+            raise RuntimeError("the gateway exited before it was ready")
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=30)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -193,6 +215,10 @@ def main() -> None:
     if args.serve == "grpcio-trio":
         serve_grpcio_trio()
         return
+    for endpoint_on in (False, True):
+        seconds, rss = min(gateway_startup(endpoint_on) for _ in range(args.rounds))
+        label = "on" if endpoint_on else "off (--no-grpc)"
+        print(f"rmq-gateway standalone, gRPC endpoint {label}: ready in {seconds:.2f} s, {rss:.1f} MiB")
     print(
         f"{'candidate':<20} {'import s':>9} {'import MiB':>11} {'server CPU µs/call':>19}"
         f" {'wall µs/call':>13} {'server RSS MiB':>15} {'idle CPU ms/s':>14}"

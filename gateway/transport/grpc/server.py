@@ -39,7 +39,7 @@ from gateway.transport.grpc.framing import (
     parse_timeout,
 )
 from gateway.transport.grpc.status import GrpcError, StatusCode
-from gateway.transport.grpc.tls import TLS_HANDSHAKE, PrefixedStream
+from gateway.transport.grpc.tls import TLS_HANDSHAKE, LazyServerContext, PrefixedStream
 
 logger = logging.getLogger(__name__)
 
@@ -376,15 +376,19 @@ class GrpcServer:
         self,
         methods: Mapping[str, Handler],
         config: GrpcServerConfig | None = None,
-        ssl_context: ssl.SSLContext | None = None,
+        ssl_context: ssl.SSLContext | LazyServerContext | None = None,
+        listeners: list[trio.SocketListener] | None = None,
     ) -> None:
+        """``listeners``: sockets already bound (a caller that must know the port before it builds
+        the methods); by default :meth:`run` binds ``config.host``/``config.grpc_server_port``."""
         self.methods = dict(methods)
         self.config = config or GrpcServerConfig()
         self.ssl_context = ssl_context
-        self.listeners: list[trio.SocketListener] = []
+        self.listeners: list[trio.SocketListener] = listeners or []
         self.connections: dict[int, _Connection] = {}
         self._ids = itertools.count(1)
         self._scope = trio.CancelScope()
+        self._accepting = trio.CancelScope()
         self.accepted = 0
         self.tls_accepted = 0
         self.calls_started = 0
@@ -411,25 +415,28 @@ class GrpcServer:
         self, *, task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Bind, report the listeners through ``task_status``, serve until :meth:`shutdown`."""
-        self.listeners = await trio.open_tcp_listeners(self.config.grpc_server_port, host=self.config.host)
+        if not self.listeners:
+            port, host = self.config.grpc_server_port, self.config.host
+            self.listeners = await trio.open_tcp_listeners(port, host=host)
         try:
             with self._scope:
-                async with trio.open_nursery() as nursery:
+                async with trio.open_nursery() as connections:
                     task_status.started(self.listeners)
-                    await trio.serve_listeners(self._serve, self.listeners, handler_nursery=nursery)
+                    with self._accepting:
+                        await trio.serve_listeners(self._serve, self.listeners, handler_nursery=connections)
         finally:
             for listener in self.listeners:
                 with trio.CancelScope(shield=True):
                     await listener.aclose()
 
     async def shutdown(self) -> None:
-        """Stop accepting, tell every client to go away (GOAWAY), then stop after the grace."""
+        """Stop accepting, tell every client to go away (GOAWAY); calls in flight may finish
+        within ``shutdown_grace_s``, then every connection is closed."""
+        self._accepting.cancel()
         for conn in list(self.connections.values()):
             with trio.CancelScope(shield=True):
                 await conn.close()
         self._scope.deadline = trio.current_time() + self.config.shutdown_grace_s
-        for listener in self.listeners:
-            await listener.aclose()
 
     async def _serve(self, raw: trio.SocketStream) -> None:
         self.accepted += 1
@@ -464,7 +471,18 @@ class GrpcServer:
             stream = PrefixedStream(raw, first)
             if first[0] != TLS_HANDSHAKE or self.ssl_context is None:
                 return stream
-            tls = trio.SSLStream(stream, self.ssl_context, server_side=True)
+            context: ssl.SSLContext | None
+            if isinstance(self.ssl_context, LazyServerContext):
+                try:
+                    context = await self.ssl_context.get()
+                except (OSError, ssl.SSLError) as err:
+                    logger.error("grpc %s: TLS is configured but unusable: %s", peer, err)
+                    return None
+            else:
+                context = self.ssl_context
+            if context is None:
+                return stream
+            tls = trio.SSLStream(stream, context, server_side=True)
             try:
                 await tls.do_handshake()
             except trio.BrokenResourceError as err:

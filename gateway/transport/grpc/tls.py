@@ -4,7 +4,9 @@ Mirrors the Proxy's ``ProxyAndTlsProtocolNegotiator``: it peeks at the first byt
 and starts a TLS handshake (ALPN ``h2``) when they are a TLS record header (content type 0x16,
 handshake), plaintext HTTP/2 otherwise. With ``tlsTestModeEnable`` (the Proxy's default) and no
 certificate at ``tlsCertPath``/``tlsKeyPath``, the Proxy makes a self-signed one (Netty's
-``SelfSignedCertificate``); so do we, with ``cryptography``, imported only then.
+``SelfSignedCertificate``); so do we, with ``cryptography``, but when the first TLS client
+connects rather than at start (:class:`LazyServerContext`): loading ``cryptography`` adds about
+10 MiB to the process, which a broker no TLS client talks to need not carry.
 """
 
 from __future__ import annotations
@@ -73,6 +75,28 @@ def make_self_signed(common_name: str = "localhost") -> tuple[bytes, bytes]:
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
     return cert.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+class LazyServerContext:
+    """The server's TLS context, made on first use (in a worker thread: making the certificate
+    takes tens of milliseconds), then kept. ``enabled`` says whether TLS is offered at all."""
+
+    def __init__(self, cert_path: str | None, key_path: str | None, test_mode: bool) -> None:
+        self._args = (cert_path, key_path, test_mode)
+        self.enabled = test_mode or bool(
+            cert_path and key_path and Path(cert_path).is_file() and Path(key_path).is_file()
+        )
+        self._context: ssl.SSLContext | None = None
+        self._lock = trio.Lock()
+
+    async def get(self) -> ssl.SSLContext | None:
+        """Raises OSError/ssl.SSLError for unreadable or mismatched configured files."""
+        if not self.enabled:
+            return None
+        async with self._lock:
+            if self._context is None:
+                self._context = await trio.to_thread.run_sync(server_context, *self._args)
+        return self._context
 
 
 def server_context(cert_path: str | None, key_path: str | None, test_mode: bool) -> ssl.SSLContext | None:
