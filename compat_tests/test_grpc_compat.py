@@ -1,6 +1,7 @@
 """RocketMQ 5's gRPC protocol: the unmodified rocketmq-client-java 5.0.8 producer against our
 endpoint and against the real 5.3.3 Proxy in local mode (``ProxyStartup -pm local``, the broker
-inside it), TLS on and off (the Java client's default is TLS, trusting any certificate).
+inside it), TLS on and off (the Java client's default is TLS, trusting any certificate); and the Python
+rocketmq-python-client 5.1.2 producer, plaintext.
 
 The Java side is ``compat_tests/java/grpc5/src/rmqgrpc/Produce.java`` (its own Maven module, built
 by ``scripts/setup-java.sh``). What the producer sent is read back over the remoting protocol from
@@ -47,6 +48,7 @@ from gateway.transport.client import connect
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
 GRPC_CLIENT = JAVA_DIR / "grpc5" / "target"
+REPO = Path(__file__).resolve().parent.parent
 QUEUES = 4
 FIFO_TOPIC = "GrpcFifo"
 RUN_TIMEOUT_S = 120.0  # one Java producer run on a busy 2-core machine
@@ -251,3 +253,31 @@ def test_fifo_message_group_keeps_one_queue_in_order(grpc_target: GrpcTarget) ->
 def test_unknown_topic_fails_start(grpc_target: GrpcTarget) -> None:
     lines = produce(grpc_target, tls=True, topic="GrpcNoSuchTopic", count=1)
     assert lines[0].startswith("START_FAILED"), lines
+
+
+def test_python_producer_sends(grpc_target: GrpcTarget) -> None:
+    """rocketmq-python-client 5.1.2, plaintext (its TLS trusts only the system's roots, so it
+    cannot reach a self-signed endpoint, ours or the Proxy's)."""
+    topic = "GrpcPython"
+    create_topic(grpc_target, topic)
+    result = subprocess.run(
+        [sys.executable, "-m", "compat_tests.grpc_python_producer", grpc_target.grpc_addr, topic, "3"],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+        cwd=REPO,
+        env={**os.environ, "HOME": str(grpc_target.home)},
+    )
+    lines = [line for line in result.stdout.splitlines() if line.split(" ", 1)[0].isupper()]
+    assert lines[:1] == ["STARTED"], result.stdout + result.stderr[-3000:]
+    assert lines[-1] == "CLOSED"
+    sent = {int(line.split()[1]): line.split()[2] for line in lines if line.startswith("SENT")}
+    assert sorted(sent) == [0, 1, 2], lines
+    records = [r for queue in stored(grpc_target, topic).values() for r in queue]
+    by_id = {decode_properties(r.properties)["UNIQ_KEY"]: r for r in records}
+    assert set(by_id) == set(sent.values())
+    for index, message_id in sent.items():
+        props = decode_properties(by_id[message_id].properties)
+        assert by_id[message_id].body == f"python grpc message {index} 中文".encode()
+        assert (props["TAGS"], props["KEYS"], props["index"]) == ("TagP", f"pkey-{index}", str(index))
