@@ -22,7 +22,7 @@ from broker.client_manager import ClientChannel
 from broker.controller import BrokerController
 from broker.grpc.common import OK, Call, ClientContext, StatusError, require_client_id, status
 from broker.subscription_group_manager import SubscriptionGroupConfig
-from gateway.transport.dispatch import ConnectionInfo
+from gateway.transport.dispatch import ConnectionInfo, Peer
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
 logger = logging.getLogger(__name__)
@@ -92,8 +92,15 @@ def merge_subscription(settings: pb.Settings, group: SubscriptionGroupConfig) ->
 class ClientActivity:
     """The clients' settings (by client id) and their registrations; see the module docstring."""
 
-    def __init__(self, broker: BrokerController, now_ms: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self,
+        broker: BrokerController,
+        now_ms: Callable[[], int] | None = None,
+        peer_for: Callable[[str], Peer] | None = None,
+    ) -> None:
+        """``peer_for(client_id)``: what the broker calls to reach the client (transaction checks)."""
         self.broker = broker
+        self.peer_for = peer_for
         self.now_ms = now_ms or broker.now_ms
         self.raw_settings: dict[str, pb.Settings] = {}
         self.connections: dict[str, ConnectionInfo] = {}
@@ -133,7 +140,8 @@ class ClientActivity:
     def _connection(self, ctx: ClientContext) -> ConnectionInfo:
         info = self.connections.get(ctx.client_id)
         if info is None:
-            info = ConnectionInfo(next(self._ids), ctx.remote_addr, "")
+            peer = self.peer_for(ctx.client_id) if self.peer_for is not None else None
+            info = ConnectionInfo(next(self._ids), ctx.remote_addr, "", peer)
             info.client_id = ctx.client_id
             self.connections[ctx.client_id] = info
         return info

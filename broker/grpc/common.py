@@ -47,6 +47,9 @@ class Call(Protocol):
 
     async def send(self, payload: bytes, *, flush: bool = True) -> None: ...
 
+    def post(self, payload: bytes) -> bool:
+        """Queue a response message from outside the handler; False if it cannot be queued."""
+
 
 Handler = Callable[[Call], Awaitable[None]]
 

@@ -15,7 +15,9 @@ import itertools
 
 from broker.controller import BrokerController
 from broker.grpc.common import OK, ClientContext, StatusError, status
+from broker.grpc.convert import SYSTEM_PROPERTIES
 from broker.grpc.route import check_topic, topic_message_type
+from broker.grpc.transaction import TransactionActivity, TransactionData
 from broker.processors.send import SendMessageProcessor
 from broker.timer.service import TIMER_DELIVER_MS
 from broker.topic_config_manager import DEFAULT_TOPIC, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
@@ -25,6 +27,7 @@ from codec.command import RemotingCommand
 from codec.errors import RocketMQError
 from codec.headers.send import SendMessageRequestHeader
 from codec.message import MessageSysFlag
+from codec.message_id import decode_offset_msg_id
 from codec.properties import (
     CHECK_IMMUNITY_TIME_IN_SECONDS,
     DELAY,
@@ -59,6 +62,9 @@ def message_properties(message: pb.Message, producer_group: str, remote_addr: st
     """``SendMessageActivity.buildMessageProperty``; raises StatusError for what it refuses."""
     system = message.system_properties
     props = dict(message.user_properties)
+    for key in props:
+        if key in SYSTEM_PROPERTIES:
+            raise StatusError(pb.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property is used by system: {key}")
     if system.HasField("tag"):
         tag = system.tag
         if not tag.strip() or "|" in tag:
@@ -133,8 +139,10 @@ def consistent_hash(value: int, buckets: int) -> int:
 class SendActivity:
     """SendMessage over :class:`SendMessageProcessor`; see the module docstring."""
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerController, transactions: TransactionActivity | None = None) -> None:
+        """``transactions`` learns the half message of each transactional send (for its end)."""
         self.broker = broker
+        self.transactions = transactions
         self.processor = SendMessageProcessor(broker)
         self._round_robin: dict[str, itertools.count[int]] = collections.defaultdict(itertools.count)
         self._connections = itertools.count(1 << 47)
@@ -223,9 +231,15 @@ class SendActivity:
         if code != pb.OK:
             return pb.SendResultEntry(status=status(code, f"send message failed, sendStatus={response.code}"))
         fields = response.ext_fields or {}
+        transaction_id = fields.get("transactionId", "")
+        if sys_flag & MessageSysFlag.TRANSACTION_PREPARED_TYPE and transaction_id and self.transactions:
+            # ProducerProcessor.fillTransactionData: where the half message is, for the end.
+            _host, _port, commit_log_offset = decode_offset_msg_id(fields.get("msgId", ""))
+            data = TransactionData(int(fields.get("queueOffset", "0")), commit_log_offset)
+            self.transactions.remember(topic, transaction_id, data)
         return pb.SendResultEntry(
             status=OK,
             message_id=props[UNIQ_KEY],
-            transaction_id=fields.get("transactionId", ""),
+            transaction_id=transaction_id,
             offset=int(fields.get("queueOffset", "0")),
         )

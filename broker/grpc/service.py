@@ -11,6 +11,7 @@ from broker.grpc.client import ClientActivity
 from broker.grpc.common import Handler, unary
 from broker.grpc.route import RouteActivity
 from broker.grpc.send import SendActivity
+from broker.grpc.transaction import TransactionActivity
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
 SERVICE = "apache.rocketmq.v2.MessagingService"
@@ -26,7 +27,9 @@ class MessagingService:
     def __init__(self, broker: BrokerController, grpc_port: int) -> None:
         self.route = RouteActivity(broker, grpc_port)
         self.clients = ClientActivity(broker)
-        self.send = SendActivity(broker)
+        self.transactions = TransactionActivity(broker, self.clients.sessions)
+        self.clients.peer_for = self.transactions.peer_for
+        self.send = SendActivity(broker, self.transactions)
 
     @property
     def methods(self) -> dict[str, Handler]:
@@ -43,4 +46,7 @@ class MessagingService:
             ),
             path("Telemetry"): self.clients.telemetry,
             path("SendMessage"): unary(pb.SendMessageRequest, pb.SendMessageResponse, self.send.send_message),
+            path("EndTransaction"): unary(
+                pb.EndTransactionRequest, pb.EndTransactionResponse, self.transactions.end_transaction
+            ),
         }

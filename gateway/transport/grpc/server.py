@@ -45,6 +45,7 @@ logger = logging.getLogger(__name__)
 
 Handler = Callable[["ServerCall"], Awaitable[None]]
 _RECEIVE_SIZE = 65536
+POST_QUEUE_SIZE = 1024  # messages posted to a call from outside its handler, not yet sent
 _RESPONSE_HEADERS = [(":status", "200"), ("content-type", "application/grpc")]
 
 
@@ -69,6 +70,7 @@ class ServerCall:
         self.headers_sent = False
         self.closed = False  # trailers sent or stream reset
         self.scope = trio.CancelScope()
+        self._outbox: trio.MemorySendChannel[bytes] | None = None
 
     async def receive(self) -> bytes | None:
         """The next request message, or None once the client half-closed.
@@ -100,6 +102,30 @@ class ServerCall:
             self._conn.queue_headers(self.stream_id, _RESPONSE_HEADERS)
             self.headers_sent = True
         await self._conn.send_data(self.stream_id, encode_message(payload), flush=flush)
+
+    def post(self, payload: bytes) -> bool:
+        """Queue a response message from outside the handler (a server-initiated command on a
+        bidirectional stream); False when the call is over or ``POST_QUEUE_SIZE`` are waiting."""
+        if self.closed:
+            return False
+        if self._outbox is None:
+            self._outbox, outbox = trio.open_memory_channel[bytes](POST_QUEUE_SIZE)
+            self._conn.nursery.start_soon(self._drain_outbox, outbox)
+        try:
+            self._outbox.send_nowait(payload)
+        except (trio.WouldBlock, trio.ClosedResourceError):
+            return False
+        return True
+
+    async def _drain_outbox(self, outbox: trio.MemoryReceiveChannel[bytes]) -> None:
+        async with outbox:
+            async for payload in outbox:
+                if self.closed:
+                    return
+                try:
+                    await self.send(payload)
+                except _StreamGone:
+                    return
 
     def feed(self, data: bytes, flow_length: int) -> None:
         self._inbound_send.send_nowait((data, flow_length))
@@ -155,6 +181,7 @@ class _Connection:
         self._send_lock = trio.Lock()
         self._window_changed = trio.Event()
         self._closed = False
+        self.nursery: trio.Nursery  # the calls' tasks; set when run() starts
 
     async def flush(self) -> None:
         async with self._send_lock:
@@ -215,6 +242,7 @@ class _Connection:
         )
         self.h2.initiate_connection()
         async with trio.open_nursery() as nursery:
+            self.nursery = nursery
             try:
                 await self.flush()
                 while not self._closed:
