@@ -51,6 +51,11 @@ GRPC_CLIENT = JAVA_DIR / "grpc5" / "target"
 REPO = Path(__file__).resolve().parent.parent
 QUEUES = 4
 FIFO_TOPIC = "GrpcFifo"
+TX_TOPIC = "GrpcTransaction"
+# Transaction checks soon after the send, on both brokers (Java's defaults: 6 s, then every 30 s);
+# 5 s leaves the real broker time to write the op records of ended transactions (in 3 s batches),
+# else it checks ended ones too.
+TX_CONF = {"transactionTimeOut": "5000", "transactionCheckInterval": "1000"}
 RUN_TIMEOUT_S = 120.0  # one Java producer run on a busy 2-core machine
 
 
@@ -76,11 +81,16 @@ def _start_ours(workdir: Path) -> GrpcTarget:
     # its message.type from the store's topics.json (the update later keeps the attribute).
     config_dir = workdir / "store" / "config"
     config_dir.mkdir(parents=True)
-    fifo = TopicConfig(FIFO_TOPIC, QUEUES, QUEUES, 6, attributes={"message.type": "FIFO"})
-    (config_dir / "topics.json").write_text(json.dumps({"topicConfigTable": {FIFO_TOPIC: fifo.to_obj()}}))
+    table = {
+        name: TopicConfig(name, QUEUES, QUEUES, 6, attributes={"message.type": kind}).to_obj()
+        for name, kind in ((FIFO_TOPIC, "FIFO"), (TX_TOPIC, "TRANSACTION"))
+    }
+    (config_dir / "topics.json").write_text(json.dumps({"topicConfigTable": table}))
+    conf = workdir / "broker.conf"
+    conf.write_text("".join(f"{k}={v}\n" for k, v in TX_CONF.items()))
     log = workdir / "gateway.log"
     command = [sys.executable, "-m", "gateway.cli", "standalone", "--namesrv-port", "0", "--broker-port", "0"]
-    command += ["--grpc-port", "0", "--store", str(workdir / "store")]
+    command += ["--grpc-port", "0", "--store", str(workdir / "store"), "-c", str(conf)]
     proc = subprocess.Popen(
         command, stdout=subprocess.DEVNULL, stderr=log.open("w"), env={**os.environ, "HOME": str(workdir)}
     )
@@ -97,7 +107,7 @@ def _start_ours(workdir: Path) -> GrpcTarget:
 
 
 def _start_real(workdir: Path) -> GrpcTarget:
-    servers = ReferenceServers.on_loopback(workdir)
+    servers = ReferenceServers.on_loopback(workdir, extra_conf=tuple(f"{k}={v}" for k, v in TX_CONF.items()))
     try:
         servers.start_namesrv()
         grpc_port = free_port()
@@ -126,6 +136,18 @@ def grpc_target(
 
 def produce(target: GrpcTarget, *, tls: bool, topic: str, count: int, option: str = "") -> list[str]:
     """Run the Java producer; its outcome lines (STARTED, SENT i id, FAILED ..., CLOSED)."""
+    return run_java(
+        target,
+        "rmqgrpc.Produce",
+        "true" if tls else "false",
+        topic,
+        str(count),
+        *([option] if option else []),
+    )
+
+
+def run_java(target: GrpcTarget, main: str, *args: str) -> list[str]:
+    """Run a scenario class of compat_tests/java/grpc5 on the target's endpoint; its outcome lines."""
     result = subprocess.run(
         [
             "java",
@@ -133,12 +155,9 @@ def produce(target: GrpcTarget, *, tls: bool, topic: str, count: int, option: st
             f"-Duser.home={target.home}",
             "-cp",
             f"{GRPC_CLIENT / 'classes'}{os.pathsep}{GRPC_CLIENT / 'lib'}/*",
-            "rmqgrpc.Produce",
+            main,
             target.grpc_addr,
-            "true" if tls else "false",
-            topic,
-            str(count),
-            *([option] if option else []),
+            *args,
         ],
         capture_output=True,
         text=True,
@@ -281,3 +300,24 @@ def test_python_producer_sends(grpc_target: GrpcTarget) -> None:
         props = decode_properties(by_id[message_id].properties)
         assert by_id[message_id].body == f"python grpc message {index} 中文".encode()
         assert (props["TAGS"], props["KEYS"], props["index"]) == ("TagP", f"pkey-{index}", str(index))
+
+
+def test_transactions_commit_rollback_and_check_back(grpc_target: GrpcTarget) -> None:
+    """A committed, a rolled back and an unresolved half message; the broker checks the last one
+    back over the Telemetry stream and the client's checker commits it."""
+    create_topic(grpc_target, TX_TOPIC, "+message.type=TRANSACTION")
+    lines = run_java(grpc_target, "rmqgrpc.Transact", "true", TX_TOPIC, "60")
+    sent = {line.split()[1]: line.split()[2] for line in lines if line.startswith("SENT")}
+    assert sorted(sent) == ["check", "commit", "rollback"], lines
+    assert [line for line in lines if line.startswith("CHECKED")] == [f"CHECKED {sent['check']} check"]
+    deadline = time.monotonic() + 30
+    while True:  # the checked message is committed after the client answered
+        records = [r for queue in stored(grpc_target, TX_TOPIC).values() for r in queue]
+        keys = sorted(decode_properties(r.properties)["KEYS"] for r in records)
+        if keys == ["check", "commit"] or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert keys == ["check", "commit"]
+    by_key = {decode_properties(r.properties)["KEYS"]: decode_properties(r.properties) for r in records}
+    assert by_key["commit"]["UNIQ_KEY"] == sent["commit"]
+    assert by_key["check"]["UNIQ_KEY"] == sent["check"]
