@@ -130,19 +130,23 @@ class Gateway:
 async def start_grpc(nursery: trio.Nursery, broker: BrokerApp, config: GrpcServerConfig) -> Any:
     """Serve RocketMQ 5's gRPC protocol in front of ``broker`` (docs/grpc.md); returns the server.
 
-    HTTP/2 and protobuf are imported only here, so a broker without the endpoint does not load
-    them; the TLS certificate is made when the first TLS client connects. Raises OSError when the
-    port cannot be bound.
+    The port is bound at once; HTTP/2, protobuf and the handlers are loaded when the first client
+    connects and the TLS certificate is made when the first TLS client does, so the endpoint costs
+    an idle broker next to nothing. Raises OSError when the port cannot be bound.
     """
-    from broker.grpc.service import MessagingService
     from gateway.transport.grpc.server import GrpcServer
     from gateway.transport.grpc.tls import LazyServerContext
 
     listeners = await trio.open_tcp_listeners(config.grpc_server_port, host=config.host)
     port = int(listeners[0].socket.getsockname()[1])
     context = LazyServerContext(config.tls_cert_path, config.tls_key_path, config.tls_test_mode_enable)
-    service = MessagingService(broker.controller, port)
-    server = GrpcServer(service.methods, config, context, listeners)
+
+    def methods() -> Any:
+        from broker.grpc.service import MessagingService  # protobuf: loaded with the first client
+
+        return MessagingService(broker.controller, port).methods
+
+    server = GrpcServer(methods, config, context, listeners)
     await nursery.start(server.run)
     logger.info(
         "gRPC endpoint listening on %s (%s)",

@@ -31,7 +31,7 @@ PATH = "/apache.rocketmq.v2.MessagingService/SendMessage"
 
 _PB2 = "gateway.transport.grpc.proto.rocketmq_v2_pb2"
 CANDIDATES = {  # name: (--serve kind, what it imports)
-    "h2 on Trio (ours)": ("h2", f"import gateway.transport.grpc.server, {_PB2}"),
+    "h2 on Trio (ours)": ("h2", f"import gateway.transport.grpc.connection, {_PB2}"),
     "grpcio -> Trio": ("grpcio-trio", f"import grpc, {_PB2}"),
     "grpcio alone": ("grpcio", f"import grpc, {_PB2}"),
 }
@@ -61,7 +61,8 @@ def serve_h2() -> None:
     import trio
 
     from gateway.transport.grpc.config import GrpcServerConfig
-    from gateway.transport.grpc.server import GrpcServer, ServerCall, unary
+    from gateway.transport.grpc.connection import ServerCall, unary
+    from gateway.transport.grpc.server import GrpcServer
 
     async def send(request: bytes, call: ServerCall) -> bytes:
         return _handle(request)

@@ -21,7 +21,8 @@ import pytest
 import trio
 
 from gateway.transport.grpc.config import GrpcServerConfig
-from gateway.transport.grpc.server import GrpcServer, ServerCall, unary
+from gateway.transport.grpc.connection import ServerCall, unary
+from gateway.transport.grpc.server import GrpcServer
 from gateway.transport.grpc.status import GrpcError, StatusCode
 from gateway.transport.grpc.tls import make_self_signed, server_context
 from tests.helpers import wait_until

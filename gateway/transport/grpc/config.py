@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gateway.transport.grpc.framing import MAX_INBOUND_MESSAGE_SIZE
-
 DEFAULT_GRPC_PORT = 8081  # ProxyConfig.grpcServerPort
+MAX_INBOUND_MESSAGE_SIZE = 130 * 1024 * 1024  # ProxyConfig.grpcMaxInboundMessageSize: a batch of 4 MiB
 
 
 @dataclass(slots=True)

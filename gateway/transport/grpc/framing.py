@@ -11,13 +11,12 @@ from __future__ import annotations
 import struct
 import urllib.parse
 
+from gateway.transport.grpc.config import MAX_INBOUND_MESSAGE_SIZE
 from gateway.transport.grpc.status import GrpcError, StatusCode
 
 _PREFIX = struct.Struct(">BI")  # compressed flag (uint8), message length (uint32)
 PREFIX_SIZE = _PREFIX.size
 
-# ProxyConfig.grpcMaxInboundMessageSize: 130 MiB, room for a batch of 4 MiB messages.
-MAX_INBOUND_MESSAGE_SIZE = 130 * 1024 * 1024
 
 # grpc-timeout units (PROTOCOL-HTTP2.md "TimeoutUnit") in seconds.
 _TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}

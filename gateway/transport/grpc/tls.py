@@ -11,10 +11,8 @@ connects rather than at start (:class:`LazyServerContext`): loading ``cryptograp
 
 from __future__ import annotations
 
-import datetime
 import os
 import ssl
-import tempfile
 from pathlib import Path
 
 import trio
@@ -52,6 +50,8 @@ class PrefixedStream(trio.abc.Stream):
 
 def make_self_signed(common_name: str = "localhost") -> tuple[bytes, bytes]:
     """A PEM certificate and PEM private key (EC P-256, a few milliseconds to make, unlike RSA)."""
+    import datetime
+
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -113,6 +113,8 @@ def server_context(cert_path: str | None, key_path: str | None, test_mode: bool)
         return context
     if not test_mode:
         return None
+    import tempfile
+
     cert_pem, key_pem = make_self_signed()
     # load_cert_chain takes only paths: the files live for the call, readable by us alone.
     with tempfile.TemporaryDirectory(prefix="rmq-grpc-tls-") as tmp:
