@@ -97,3 +97,31 @@ async def test_standalone_serves_grpc_over_tls_and_plaintext(tmp_path: Path) -> 
         proc.send_signal(signal.SIGTERM)
         await trio.to_thread.run_sync(lambda: proc.wait(timeout=30))
     assert proc.returncode == 0
+
+
+_LAZY = """
+import sys, trio
+from gateway.launcher import standalone_gateway
+
+async def main(store):
+    gateway = standalone_gateway(store, grpc_port=0)
+    async with trio.open_nursery() as nursery:
+        endpoints = await nursery.start(gateway.run)
+        assert endpoints.grpc_addr, endpoints
+        heavy = ("h2", "google.protobuf", "cryptography", "broker.grpc")
+        loaded = sorted(m for m in heavy if m in sys.modules)
+        print(" ".join(loaded) or "nothing")
+        gateway.shutdown()
+
+trio.run(main, sys.argv[1])
+"""
+
+
+def test_idle_endpoint_loads_neither_http2_nor_protobuf(tmp_path: Path) -> None:
+    """The endpoint binds at start; HTTP/2, protobuf, the handlers and the certificate come with
+    the first client (docs/grpc.md: an idle broker keeps its footprint)."""
+    result = subprocess.run(
+        [sys.executable, "-c", _LAZY, str(tmp_path / "store")], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "nothing"
