@@ -26,10 +26,11 @@ from typing import Any
 import pytest
 import trio
 
-from broker.grpc.send import consistent_hash, java_string_hash
+from broker.grpc.send import consistent_hash
 from codec.bodies.register import TopicConfig
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
+from codec.hashing import java_string_hash
 from codec.headers.admin import CreateTopicRequestHeader
 from codec.headers.pull import PullMessageRequestHeader, PullSysFlag
 from codec.message import MessageRecord, iter_records

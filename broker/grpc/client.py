@@ -6,7 +6,8 @@ is answered with the settings merged with the server's (retry policy, body size 
 consumer group's batch size, long-polling time and retry policy; metrics off), and a Java 5.x
 client does not finish starting before that answer. Settings and heartbeats register the client
 in the broker's ClientManager (a producer under each of its topics, the Proxy's producer group
-for transaction checks), where the remoting clients are, so expiry works the same for both.
+for transaction checks; a consumer under its group with its subscriptions), where the remoting
+clients are, so expiry and consumer listings work the same for both.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from broker.client_manager import ClientChannel
 from broker.controller import BrokerController
 from broker.grpc.common import OK, Call, ClientContext, StatusError, require_client_id, status
 from broker.subscription_group_manager import SubscriptionGroupConfig
+from codec.bodies.heartbeat import ConsumerData, SubscriptionData
 from gateway.transport.dispatch import ConnectionInfo, Peer
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
@@ -147,18 +149,38 @@ class ClientActivity:
         return info
 
     def _register(self, ctx: ClientContext, settings: pb.Settings) -> None:
-        """The producer under each of its topics (the Proxy's producer group is the topic name)."""
-        if settings.client_type == pb.PRODUCER or settings.HasField("publishing"):
-            info = self._connection(ctx)
+        """The producer under each of its topics (the Proxy's producer group is the topic name);
+        a consumer under its group with its subscriptions, consuming passively (POP) in
+        clustering mode from the last offset, as ``ClientActivity.heartbeat`` registers one."""
+        info = self._connection(ctx)
+        channel = ClientChannel(info, ctx.client_id, 0, 0, self.now_ms())
+        if settings.HasField("publishing"):
             for topic in settings.publishing.topics:
-                channel = ClientChannel(info, ctx.client_id, 0, 0, self.now_ms())
                 self.broker.clients.register_producer(topic.name, channel)
+        elif settings.HasField("subscription") and settings.subscription.group.name:
+            subscriptions = [
+                SubscriptionData.build(entry.topic.name, entry.expression.expression)
+                if entry.expression.type != pb.SQL
+                else SubscriptionData(
+                    topic=entry.topic.name, sub_string=entry.expression.expression, expression_type="SQL92"
+                )
+                for entry in settings.subscription.subscriptions
+            ]
+            data = ConsumerData(
+                group_name=settings.subscription.group.name, subscription_data_set=subscriptions
+            )
+            if self.broker.clients.register_consumer(data, channel):
+                self.broker.notify_consumer_ids_changed(data.group_name)
 
     def _unregister(self, ctx: ClientContext, settings: pb.Settings) -> None:
         info = self.connections.pop(ctx.client_id, None)
-        if info is not None:
-            for topic in settings.publishing.topics:
-                self.broker.clients.unregister_producer(topic.name, info.id)
+        if info is None:
+            return
+        for topic in settings.publishing.topics:
+            self.broker.clients.unregister_producer(topic.name, info.id)
+        group = settings.subscription.group.name
+        if group and self.broker.clients.unregister_consumer(group, info.id):
+            self.broker.notify_consumer_ids_changed(group)
 
     # -- RPCs ------------------------------------------------------------------------------------
 

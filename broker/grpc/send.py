@@ -25,6 +25,7 @@ from codec.bodies.register import PERM_WRITE
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.errors import RocketMQError
+from codec.hashing import java_string_hash
 from codec.headers.send import SendMessageRequestHeader
 from codec.message import MessageSysFlag
 from codec.message_id import decode_offset_msg_id
@@ -111,15 +112,6 @@ def message_type_of(props: dict[str, str]) -> str:
     if any(k in props for k in _TIMER_KEYS):
         return "DELAY"
     return "FIFO" if SHARDING_KEY in props else "NORMAL"
-
-
-def java_string_hash(text: str) -> int:
-    """``String.hashCode`` (UTF-16 code units, 32-bit wrap-around)."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
 
 
 def consistent_hash(value: int, buckets: int) -> int:

@@ -16,9 +16,10 @@ import grpc
 import trio
 from google.protobuf.message import Message as ProtoMessage
 
-from broker.grpc.send import consistent_hash, java_string_hash
+from broker.grpc.send import consistent_hash
 from broker.timer.service import TIMER_TOPIC
 from codec.bodies.register import TopicConfig
+from codec.hashing import java_string_hash
 from codec.properties import decode_properties
 from gateway.launcher import start_grpc
 from gateway.transport.grpc.config import GrpcServerConfig
@@ -287,3 +288,41 @@ async def test_delayed_message_waits_for_its_delivery_time(tmp_path: Path) -> No
     assert answer.status.code == pb.OK
     assert visible_now == []
     assert held_by_timer == 1
+
+
+async def test_consumer_settings_register_the_group(tmp_path: Path) -> None:
+    async with endpoint(tmp_path) as (app, _conn, port):
+        client = Client(port, "consumer-1")
+        settings = pb.Settings(
+            client_type=pb.SIMPLE_CONSUMER,
+            subscription=pb.Subscription(
+                group=pb.Resource(name="G5"),
+                subscriptions=[
+                    pb.SubscriptionEntry(
+                        topic=pb.Resource(name="T5"),
+                        expression=pb.FilterExpression(type=pb.TAG, expression="TagA || TagB"),
+                    )
+                ],
+            ),
+        )
+        answer = await in_thread(lambda: client.telemetry(settings))
+        info = app.controller.clients.consumers.get("G5")
+        members = info.client_ids() if info is not None else []
+        tags = info.subscriptions["T5"].tags_set if info is not None else []
+        bye = await in_thread(
+            lambda: client.call(
+                "NotifyClientTermination",
+                pb.NotifyClientTerminationRequest(),
+                pb.NotifyClientTerminationResponse,
+            )
+        )
+        after = app.controller.clients.consumers.get("G5")
+    assert answer.status.code == pb.OK
+    assert answer.settings.subscription.receive_batch_size == 32
+    assert answer.settings.subscription.long_polling_timeout.ToSeconds() == 20
+    assert answer.settings.backoff_policy.max_attempts == 17  # retryMaxTimes 16 + 1
+    assert len(answer.settings.backoff_policy.customized_backoff.next) == 18
+    assert members == ["consumer-1"]
+    assert tags == ["TagA", "TagB"]
+    assert bye.status.code == pb.OK
+    assert after is None
