@@ -53,6 +53,7 @@ REPO = Path(__file__).resolve().parent.parent
 QUEUES = 4
 FIFO_TOPIC = "GrpcFifo"
 TX_TOPIC = "GrpcTransaction"
+DELAY_TOPIC = "GrpcDelay"
 # Transaction checks soon after the send, on both brokers (Java's defaults: 6 s, then every 30 s);
 # 5 s leaves the real broker time to write the op records of ended transactions (in 3 s batches),
 # else it checks ended ones too.
@@ -84,7 +85,7 @@ def _start_ours(workdir: Path) -> GrpcTarget:
     config_dir.mkdir(parents=True)
     table = {
         name: TopicConfig(name, QUEUES, QUEUES, 6, attributes={"message.type": kind}).to_obj()
-        for name, kind in ((FIFO_TOPIC, "FIFO"), (TX_TOPIC, "TRANSACTION"))
+        for name, kind in ((FIFO_TOPIC, "FIFO"), (TX_TOPIC, "TRANSACTION"), (DELAY_TOPIC, "DELAY"))
     }
     (config_dir / "topics.json").write_text(json.dumps({"topicConfigTable": table}))
     conf = workdir / "broker.conf"
@@ -200,7 +201,7 @@ def create_topic(target: GrpcTarget, topic: str, attributes: str = "") -> None:
         time.sleep(0.2)
 
 
-def stored(target: GrpcTarget, topic: str) -> dict[int, list[MessageRecord]]:
+def _pull_once(target: GrpcTarget, topic: str) -> dict[int, list[MessageRecord]]:
     """Every record of ``topic`` by queue, pulled from offset 0 over the remoting protocol."""
 
     async def pull_all() -> dict[int, list[MessageRecord]]:
@@ -225,9 +226,14 @@ def stored(target: GrpcTarget, topic: str) -> dict[int, list[MessageRecord]]:
                     found[queue_id] = list(iter_records(response.body))
         return found
 
+    return trio.run(pull_all)
+
+
+def stored(target: GrpcTarget, topic: str) -> dict[int, list[MessageRecord]]:
+    """Every record of ``topic`` by queue, waiting up to 10 s for the first to be readable."""
     deadline = time.monotonic() + 10
     while True:  # the real broker's consume queue is built asynchronously after the put
-        found = trio.run(pull_all)
+        found = _pull_once(target, topic)
         if sum(len(v) for v in found.values()) or time.monotonic() > deadline:
             return found
         time.sleep(0.2)
@@ -322,3 +328,19 @@ def test_transactions_commit_rollback_and_check_back(grpc_target: GrpcTarget) ->
     by_key = {decode_properties(r.properties)["KEYS"]: decode_properties(r.properties) for r in records}
     assert by_key["commit"]["UNIQ_KEY"] == sent["commit"]
     assert by_key["check"]["UNIQ_KEY"] == sent["check"]
+
+
+def test_delivery_timestamp_holds_the_message_until_due(grpc_target: GrpcTarget) -> None:
+    """A message with a delivery time 4 s ahead (the 5.x timer message) is delivered to its topic
+    by the broker's timer: stored there at least ~4 s after it was sent (3 s allowed for the
+    timer's 1 s precision and clock reads on two sides)."""
+    create_topic(grpc_target, DELAY_TOPIC, "+message.type=DELAY")
+    lines = produce(grpc_target, tls=True, topic=DELAY_TOPIC, count=1, option="delayMs=4000")
+    assert [line.split()[:2] for line in lines if line.startswith("SENT")] == [["SENT", "0"]], lines
+    deadline = time.monotonic() + 60
+    while not (delivered := [r for queue in _pull_once(grpc_target, DELAY_TOPIC).values() for r in queue]):
+        assert time.monotonic() < deadline, "the delayed message was never delivered"
+        time.sleep(0.5)
+    record = delivered[0]
+    assert decode_properties(record.properties)["KEYS"] == "key-0"
+    assert record.store_timestamp - record.born_timestamp >= 3000
