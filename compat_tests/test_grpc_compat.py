@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 import trio
 
@@ -45,6 +46,7 @@ from compat_tests.reference import (
     wait_for_line,
 )
 from gateway.transport.client import connect
+from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
@@ -344,3 +346,80 @@ def test_delivery_timestamp_holds_the_message_until_due(grpc_target: GrpcTarget)
     record = delivered[0]
     assert decode_properties(record.properties)["KEYS"] == "key-0"
     assert record.store_timestamp - record.born_timestamp >= 3000
+
+
+def _raw_calls(target: GrpcTarget) -> dict[str, Any]:
+    """A handful of calls a client could make, answered by the endpoint (grpcio, plaintext)."""
+    host, port = target.grpc_addr.rsplit(":", 1)
+    endpoints = pb.Endpoints(scheme=pb.IPv4, addresses=[pb.Address(host=host, port=int(port))])
+    metadata = [("x-mq-client-id", "raw-client-1"), ("x-mq-language", "JAVA"), ("x-mq-protocol", "v2")]
+    out: dict[str, Any] = {}
+    with grpc.insecure_channel(target.grpc_addr) as channel:
+
+        def call(method: str, request: Any, response_type: Any) -> Any:
+            rpc = channel.unary_unary(
+                "/apache.rocketmq.v2.MessagingService/" + method,
+                request_serializer=lambda m: m.SerializeToString(),
+                response_deserializer=response_type.FromString,
+            )
+            return rpc(request, metadata=metadata, timeout=30)
+
+        missing = call(
+            "QueryRoute",
+            pb.QueryRouteRequest(topic=pb.Resource(name="GrpcRawNope"), endpoints=endpoints),
+            pb.QueryRouteResponse,
+        )
+        out["missing_route"] = missing.status.code
+        route = call(
+            "QueryRoute",
+            pb.QueryRouteRequest(topic=pb.Resource(name="GrpcRaw"), endpoints=endpoints),
+            pb.QueryRouteResponse,
+        )
+        out["route"] = [
+            (
+                q.id,
+                q.permission,
+                list(q.accept_message_types),
+                q.broker.id,
+                [(a.host, a.port) for a in q.broker.endpoints.addresses],
+            )
+            for q in route.message_queues
+        ]
+        out["route_status"] = route.status.code
+        out["heartbeat_unknown"] = call(
+            "Heartbeat", pb.HeartbeatRequest(client_type=pb.PRODUCER), pb.HeartbeatResponse
+        ).status.code
+        assignment = call(
+            "QueryAssignment",
+            pb.QueryAssignmentRequest(
+                topic=pb.Resource(name="GrpcRaw"), group=pb.Resource(name="GrpcRawGroup"), endpoints=endpoints
+            ),
+            pb.QueryAssignmentResponse,
+        )
+        out["assignment"] = [(a.message_queue.id, a.message_queue.permission) for a in assignment.assignments]
+        out["empty_send"] = call("SendMessage", pb.SendMessageRequest(), pb.SendMessageResponse).status.code
+        bad_id = pb.Message(topic=pb.Resource(name="GrpcRaw"), body=b"x")
+        out["no_message_id"] = call(
+            "SendMessage", pb.SendMessageRequest(messages=[bad_id]), pb.SendMessageResponse
+        ).status.code
+        try:
+            call("NoSuchMethod", pb.HeartbeatRequest(), pb.HeartbeatResponse)
+            out["unknown_method"] = "answered"
+        except grpc.RpcError as err:
+            out["unknown_method"] = err.code().name
+    return out
+
+
+def test_raw_calls_answer_as_the_proxy(grpc_target: GrpcTarget) -> None:
+    """Statuses and routes of a few calls outside a client's happy path, the same on both."""
+    create_topic(grpc_target, "GrpcRaw")
+    out = _raw_calls(grpc_target)
+    host, port = grpc_target.grpc_addr.rsplit(":", 1)
+    assert out["missing_route"] == pb.TOPIC_NOT_FOUND
+    assert out["route_status"] == pb.OK
+    assert out["route"] == [(i, pb.READ_WRITE, [pb.NORMAL], 0, [(host, int(port))]) for i in range(QUEUES)]
+    assert out["heartbeat_unknown"] == pb.UNRECOGNIZED_CLIENT_TYPE
+    assert out["assignment"] == [(-1, pb.READ_WRITE)]
+    assert out["empty_send"] == pb.MESSAGE_CORRUPTED
+    assert out["no_message_id"] == pb.ILLEGAL_MESSAGE_ID
+    assert out["unknown_method"] == "UNIMPLEMENTED"
