@@ -21,6 +21,7 @@ start the two servers separately (e.g. a broker registering to ours and the real
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -234,7 +235,10 @@ class ReferenceServers:
     def commit_log(self) -> Path:
         return self.store / "commitlog" / f"{0:020d}"
 
-    def _java(self, main: str, conf: Path, out: str) -> subprocess.Popen[bytes]:
+    def _java(
+        self, main: str, conf: Path, out: str, args: tuple[str, ...] | None = None
+    ) -> subprocess.Popen[bytes]:
+        """Start ``main`` with ``-c conf`` (or ``args`` in its place), its output in ``out``."""
         cmd = [
             "java",
             f"-Xms{SERVER_HEAP_MB}m",
@@ -246,11 +250,12 @@ class ReferenceServers:
             "-cp",
             f"{REFERENCE_LIB}/*",
             main,
-            "-c",
-            str(conf),
+            *(args if args is not None else ("-c", str(conf))),
         ]
+        # The Proxy looks for its home (TLS files, default config) in RMQ_PROXY_HOME.
+        env = {**os.environ, "RMQ_PROXY_HOME": str(self.workdir)}
         with (self.workdir / out).open("wb") as log:
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
         self.procs.append(proc)
         self.outputs[proc.pid] = self.workdir / out
         if self not in _RUNNING:
@@ -303,6 +308,35 @@ class ReferenceServers:
 
     def start_broker(self) -> subprocess.Popen[bytes]:
         """Start the broker and wait for its boot line."""
+        conf = self._write_broker_conf()
+        self.broker = self._java("org.apache.rocketmq.broker.BrokerStartup", conf, "broker.out")
+        wait_for_line(self.workdir / "broker.out", r"boot success", self.broker, BOOT_TIMEOUT_S)
+        return self.broker
+
+    def start_proxy(self, grpc_port: int, remoting_port: int) -> subprocess.Popen[bytes]:
+        """Start the gRPC Proxy in local mode (``ProxyStartup -pm local``: the broker runs inside
+        it, configured as :meth:`start_broker` configures one) and wait until it has started.
+        Its TLS is the Proxy's default test mode (a self-signed certificate, no files)."""
+        broker_conf = self._write_broker_conf()
+        proxy_conf = self.workdir / "rmq-proxy.json"
+        proxy_conf.write_text(
+            json.dumps(
+                {
+                    "rocketMQClusterName": "DefaultCluster",
+                    "grpcServerPort": grpc_port,
+                    "remotingListenPort": remoting_port,
+                    "namesrvAddr": self.namesrv_addr_for_broker,
+                }
+            )
+        )
+        args = ("-pm", "local", "-bc", str(broker_conf), "-pc", str(proxy_conf))
+        self.broker = self._java("org.apache.rocketmq.proxy.ProxyStartup", proxy_conf, "proxy.out", args)
+        wait_for_line(
+            self.workdir / "proxy.out", r"rocketmq-proxy startup successfully", self.broker, BOOT_TIMEOUT_S
+        )
+        return self.broker
+
+    def _write_broker_conf(self) -> Path:
         conf = self.workdir / "broker.conf"
         lines = [
             "brokerClusterName=DefaultCluster",
@@ -327,9 +361,7 @@ class ReferenceServers:
             "",
         ]
         conf.write_text("\n".join(lines))
-        self.broker = self._java("org.apache.rocketmq.broker.BrokerStartup", conf, "broker.out")
-        wait_for_line(self.workdir / "broker.out", r"boot success", self.broker, BOOT_TIMEOUT_S)
-        return self.broker
+        return conf
 
     def wait_registered(self, timeout: float = BOOT_TIMEOUT_S) -> None:
         """Wait until the NameServer routes TBW102 to this broker: a producer started between

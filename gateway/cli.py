@@ -5,6 +5,7 @@
     rmq-gateway standalone                  # NameServer :9876 + Broker :10911, store in ./data
     rmq-gateway namesrv --namesrv-port 9876 -c namesrv.conf
     rmq-gateway broker --broker-port 10911 --store /var/rmq -c broker.conf
+    rmq-gateway standalone --grpc-port 8081   # RocketMQ 5 clients (gRPC, TLS or plaintext)
 
 Once every server accepts connections one log line containing ``ready`` names the bound
 addresses. SIGTERM and SIGINT stop accepting, let in-flight requests finish, flush state and exit.
@@ -35,7 +36,14 @@ import trio
 from broker.config import BrokerConfig
 from codec.errors import RocketMQError
 from codec.java_properties import parse_properties
-from gateway.launcher import BrokerSpec, Gateway, NamesrvSpec, check_specs, log_unused_property_keys
+from gateway.launcher import (
+    BrokerSpec,
+    Gateway,
+    NamesrvSpec,
+    check_specs,
+    grpc_config_of,
+    log_unused_property_keys,
+)
 from gateway.transport.config import ServerConfig
 from namesrv.config import NamesrvConfig
 
@@ -97,6 +105,14 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="DIR",
             help="store root directory (default: storePathRootDir from -c, else ./data)",
         )
+        p.add_argument(
+            "--grpc-port",
+            type=_port,
+            default=None,
+            help="gRPC endpoint port for RocketMQ 5 clients, TLS and plaintext (default: grpcServerPort"
+            " from -c, else 8081; 0 = any free port, also the default with --broker-port 0)",
+        )
+        p.add_argument("--no-grpc", action="store_true", help="do not serve the gRPC endpoint")
         if not standalone:
             p.add_argument(
                 "--namesrv-addr",
@@ -138,10 +154,17 @@ def build_gateway(args: argparse.Namespace) -> Gateway:
             config.namesrv_addr = (
                 args.namesrv_addr or os.environ.get("NAMESRV_ADDR") or f"127.0.0.1:{DEFAULT_NAMESRV_PORT}"
             )
+        grpc = None
+        if not args.no_grpc:
+            grpc_port = args.grpc_port
+            if grpc_port is None and args.broker_port == 0 and "grpcServerPort" not in props:
+                grpc_port = 0  # a broker on any free port: so is its endpoint (tests run side by side)
+            grpc = grpc_config_of(props, args.host, grpc_port)
         broker = BrokerSpec(
             config,
             ServerConfig(host=args.host, port=args.broker_port),
             use_local_namesrv=args.command == "standalone",
+            grpc=grpc,
         )
     check_specs(namesrv, broker)
     log_unused_property_keys(props, namesrv=namesrv is not None, broker=broker is not None)
@@ -155,7 +178,11 @@ async def run_gateway(gateway: Gateway) -> None:
             endpoints = await nursery.start(gateway.run)
             parts = [
                 f"{name}={addr}"
-                for name, addr in (("namesrv", endpoints.namesrv_addr), ("broker", endpoints.broker_addr))
+                for name, addr in (
+                    ("namesrv", endpoints.namesrv_addr),
+                    ("broker", endpoints.broker_addr),
+                    ("grpc", endpoints.grpc_addr),
+                )
                 if addr is not None
             ]
             logger.info("ready: %s", " ".join(parts))
@@ -204,8 +231,8 @@ def _describe(error: BaseException, args: argparse.Namespace) -> str:
     if isinstance(error, OSError) and error.errno == errno.EADDRINUSE:
         ports = [
             f"--{name}-port {getattr(args, f'{name}_port')}"
-            for name in ("namesrv", "broker")
-            if hasattr(args, f"{name}_port")
+            for name in ("namesrv", "broker", "grpc")
+            if getattr(args, f"{name}_port", None) is not None
         ]
         return f"{args.host}: a port is already in use ({', '.join(ports)}): another process listens there"
     if isinstance(error, OSError) and error.errno == errno.EADDRNOTAVAIL:

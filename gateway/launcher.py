@@ -26,6 +26,7 @@ import difflib
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import trio
 
@@ -33,8 +34,9 @@ from broker.app import BrokerApp
 from broker.config import JAVA_KEY_ALIASES, BrokerConfig
 from broker.controller import store_config_of
 from codec.config_fields import camel_case, snake_case
-from gateway.transport.address import loopback_if_wildcard, split_address
+from gateway.transport.address import join_address, loopback_if_wildcard, split_address
 from gateway.transport.config import ServerConfig
+from gateway.transport.grpc.config import GrpcServerConfig
 from namesrv.app import NamesrvApp
 from namesrv.config import JAVA_DEFAULTS as NAMESRV_JAVA_KEYS
 from namesrv.config import NamesrvConfig
@@ -52,6 +54,7 @@ class Endpoints:
 
     namesrv_addr: str | None
     broker_addr: str | None
+    grpc_addr: str | None = None  # the broker's gRPC endpoint (RocketMQ 5 clients), when on
 
 
 @dataclass(slots=True)
@@ -68,6 +71,7 @@ class BrokerSpec:
     config: BrokerConfig
     server: ServerConfig
     use_local_namesrv: bool = False
+    grpc: GrpcServerConfig | None = None  # the gRPC endpoint; None: off
 
 
 class Gateway:
@@ -82,6 +86,7 @@ class Gateway:
         self.broker_spec = broker
         self.namesrv: NamesrvApp | None = None
         self.broker: BrokerApp | None = None
+        self.grpc: Any = None  # the gRPC server (gateway.transport.grpc.server.GrpcServer) when on
         self._stop = trio.Event()
 
     async def run(self, *, task_status: trio.TaskStatus[Endpoints] = trio.TASK_STATUS_IGNORED) -> None:
@@ -99,8 +104,15 @@ class Gateway:
                 self.broker = BrokerApp(config, self.broker_spec.server)
                 server = await nursery.start(self.broker.run)
                 broker_addr = loopback_if_wildcard(server.addresses[0])
-            task_status.started(Endpoints(namesrv_addr, broker_addr))
+            grpc_addr = None
+            if self.broker is not None and self.broker_spec is not None and self.broker_spec.grpc is not None:
+                self.grpc = await start_grpc(nursery, self.broker, self.broker_spec.grpc)
+                grpc_addr = loopback_if_wildcard(self.grpc.addresses[0])
+            task_status.started(Endpoints(namesrv_addr, broker_addr, grpc_addr))
             await self._stop.wait()
+            if self.grpc is not None:
+                with trio.move_on_after(STOP_TIMEOUT_S):
+                    await self.grpc.shutdown()
             for app in (self.broker, self.namesrv):
                 if app is not None:
                     with trio.move_on_after(STOP_TIMEOUT_S) as scope:
@@ -115,6 +127,67 @@ class Gateway:
         self._stop.set()
 
 
+async def start_grpc(nursery: trio.Nursery, broker: BrokerApp, config: GrpcServerConfig) -> Any:
+    """Serve RocketMQ 5's gRPC protocol in front of ``broker`` (docs/grpc.md); returns the server.
+
+    The port is bound at once; HTTP/2, protobuf and the handlers are loaded when the first client
+    connects and the TLS certificate is made when the first TLS client does, so the endpoint costs
+    an idle broker next to nothing. Raises OSError when the port cannot be bound.
+    """
+    from gateway.transport.grpc.server import GrpcServer
+    from gateway.transport.grpc.tls import LazyServerContext
+
+    listeners = await trio.open_tcp_listeners(config.grpc_server_port, host=config.host)
+    port = int(listeners[0].socket.getsockname()[1])
+    context = LazyServerContext(config.tls_cert_path, config.tls_key_path, config.tls_test_mode_enable)
+
+    def methods() -> Any:
+        from broker.grpc.service import MessagingService  # protobuf: loaded with the first client
+
+        return MessagingService(broker.controller, port).methods
+
+    server = GrpcServer(methods, config, context, listeners)
+    await nursery.start(server.run)
+    logger.info(
+        "gRPC endpoint listening on %s (%s)",
+        join_address(config.host, port),
+        "TLS and plaintext" if context.enabled else "plaintext",
+    )
+    return server
+
+
+def grpc_config_of(props: Mapping[str, str], host: str, port: int | None) -> GrpcServerConfig:
+    """The endpoint's settings from the Proxy's keys in ``props`` (``grpcServerPort``,
+    ``grpcMaxInboundMessageSize``, ``tlsTestModeEnable``, ``tlsCertPath``, ``tlsKeyPath``);
+    ``port`` (a flag) overrides ``grpcServerPort``. Raises ValueError for a malformed value."""
+    config = GrpcServerConfig(host=host)
+    for field in dataclasses.fields(GrpcServerConfig):
+        key = camel_case(field.name)
+        if key not in props or field.name == "host":
+            continue
+        text = props[key].strip()
+        value: object
+        if field.type in ("int", int):
+            if not text.lstrip("-").isdigit():
+                raise ValueError(f"{key}={text!r} is not an integer")
+            value = int(text)
+        elif field.type in ("bool", bool):
+            value = text.lower() == "true"
+        elif field.type in ("float", float):
+            try:
+                value = float(text)
+            except ValueError:
+                raise ValueError(f"{key}={text!r} is not a number") from None
+        else:
+            value = text or None
+        setattr(config, field.name, value)
+    if port is not None:
+        config.grpc_server_port = port
+    if not 0 <= config.grpc_server_port <= 65535:
+        raise ValueError(f"grpcServerPort {config.grpc_server_port} is outside 0..65535")
+    return config
+
+
 def known_property_keys(*, namesrv: bool, broker: bool) -> dict[str, str]:
     """The keys the chosen components read, as ``snake_case name → Java key`` (for suggestions)."""
     configs: list[type] = []
@@ -123,7 +196,7 @@ def known_property_keys(*, namesrv: bool, broker: bool) -> dict[str, str]:
         configs.append(NamesrvConfig)
         keys.update({snake_case(k): k for k in NAMESRV_JAVA_KEYS})
     if broker:
-        configs += [BrokerConfig, StoreConfig]
+        configs += [BrokerConfig, StoreConfig, GrpcServerConfig]
         keys.update({snake_case(k): k for k in JAVA_KEY_ALIASES})
     for config in configs:
         for field in dataclasses.fields(config):
@@ -188,15 +261,20 @@ def standalone_gateway(
     namesrv_port: int = 0,
     broker_port: int = 0,
     properties: Mapping[str, str] | None = None,
+    grpc_port: int | None = None,
 ) -> Gateway:
     """A NameServer and a Broker in one process, the broker storing under ``store_dir`` and
     registering to the NameServer. ``properties`` are RocketMQ ``broker.conf`` / ``namesrv.conf``
-    keys (e.g. ``flushDiskType``, ``kvConfigPath``); raises ``ValueError`` for a malformed or
+    keys (e.g. ``flushDiskType``, ``kvConfigPath``); ``grpc_port`` serves the gRPC endpoint there
+    (0: any free port; None: off); raises ``ValueError`` for a malformed or
     out-of-range value (:func:`check_specs`); keys no component reads are logged."""
     props = {**(properties or {}), "storePathRootDir": store_dir}
     namesrv = NamesrvSpec(NamesrvConfig.from_properties(props), ServerConfig(host=host, port=namesrv_port))
     broker = BrokerSpec(
-        BrokerConfig.from_properties(props), ServerConfig(host=host, port=broker_port), use_local_namesrv=True
+        BrokerConfig.from_properties(props),
+        ServerConfig(host=host, port=broker_port),
+        use_local_namesrv=True,
+        grpc=None if grpc_port is None else grpc_config_of(props, host, grpc_port),
     )
     check_specs(namesrv, broker)
     log_unused_property_keys(properties or {}, namesrv=True, broker=True)

@@ -22,6 +22,11 @@ if [ ! -f "$stamp" ] && [ ! -f "$full" ]; then
   fi
   touch "$stamp"
 fi
+# The gRPC message classes, generated from the .proto (also done by setup.py when pip builds).
+proto=gateway/transport/grpc/proto
+if [ ! -f $proto/rocketmq_v2_pb2.py ] || [ $proto/rocketmq_v2.proto -nt $proto/rocketmq_v2_pb2.py ]; then
+  .venv/bin/python -m gateway.transport.grpc.protogen
+fi
 if [ "${SETUP_JAVA:-1}" = 1 ] && [ -f scripts/setup-java.sh ]; then
   bash scripts/setup-java.sh
   bash bench/java/build.sh  # the benchmark's load driver (rocketmq-client 5.3.3)

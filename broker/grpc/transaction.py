@@ -1,0 +1,145 @@
+"""EndTransaction and the transaction check-backs relayed to 5.x clients.
+
+Mirrors the Proxy's ``EndTransactionActivity``, ``TransactionProcessor`` and its
+``TransactionService`` (the transaction data kept per producer group and transaction id: the half
+message's queue offset and commit-log offset, from the send or from a check), and, for the
+check-backs, the ``GrpcClientChannel`` of a producer: the broker's CHECK_TRANSACTION_STATE to the
+producer group becomes a RecoverOrphanedTransactionCommand on the client's Telemetry stream. A
+5.x client's producer group is its topic (the Proxy's choice), under which ClientActivity
+registers it. The end itself goes to the broker's ``EndTransactionProcessor`` as a oneway
+request would, so the answer is OK whatever the broker made of it, as from the Proxy.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from broker.controller import BrokerController
+from broker.grpc.common import OK, Call, ClientContext, StatusError
+from broker.grpc.convert import to_message
+from broker.grpc.route import check_topic
+from broker.processors.end_transaction import EndTransactionProcessor
+from codec.codes import RequestCode
+from codec.command import RemotingCommand
+from codec.errors import CodecError
+from codec.headers.transaction import (
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_NOT_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    CheckTransactionStateRequestHeader,
+    EndTransactionRequestHeader,
+)
+from codec.message import decode_record
+from codec.properties import PGROUP, UNIQ_KEY, decode_properties
+from gateway.transport.dispatch import ConnectionInfo, RequestContext
+from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
+
+logger = logging.getLogger(__name__)
+
+MAX_TRANSACTION_DATA = 100_000  # entries kept (oldest dropped first): ends that never come
+_RESOLUTIONS = {pb.COMMIT: TRANSACTION_COMMIT_TYPE, pb.ROLLBACK: TRANSACTION_ROLLBACK_TYPE}
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionData:
+    tran_state_table_offset: int  # the half message's offset in its queue
+    commit_log_offset: int
+
+
+class TransactionActivity:
+    """See the module docstring; ``sessions`` are ClientActivity's Telemetry streams by client id."""
+
+    def __init__(self, broker: BrokerController, sessions: dict[str, Call]) -> None:
+        self.broker = broker
+        self.sessions = sessions
+        self.processor = EndTransactionProcessor(broker)
+        self.data: collections.OrderedDict[tuple[str, str], TransactionData] = collections.OrderedDict()
+        self.relayed = 0
+
+    def remember(self, group: str, transaction_id: str, data: TransactionData) -> None:
+        self.data[(group, transaction_id)] = data
+        self.data.move_to_end((group, transaction_id))
+        while len(self.data) > MAX_TRANSACTION_DATA:
+            self.data.popitem(last=False)
+
+    async def end_transaction(
+        self, ctx: ClientContext, request: pb.EndTransactionRequest
+    ) -> pb.EndTransactionResponse:
+        topic = check_topic(request.topic)
+        if not request.transaction_id.strip():
+            raise StatusError(pb.INVALID_TRANSACTION_ID, "transaction id cannot be empty")
+        data = self.data.pop((topic, request.transaction_id), None)
+        if data is None:
+            raise StatusError(pb.INVALID_TRANSACTION_ID, "cannot found transaction data")
+        header = EndTransactionRequestHeader(
+            producer_group=topic,
+            tran_state_table_offset=data.tran_state_table_offset,
+            commit_log_offset=data.commit_log_offset,
+            commit_or_rollback=_RESOLUTIONS.get(request.resolution, TRANSACTION_NOT_TYPE),
+            msg_id=request.message_id,
+            from_transaction_check=request.source == pb.SOURCE_SERVER_CHECK,
+            transaction_id=request.transaction_id,
+            topic=topic,
+            broker_name=self.broker.config.broker_name,
+        )
+        command = RemotingCommand.request(RequestCode.END_TRANSACTION, header)
+        context = RequestContext(ConnectionInfo(0, ctx.remote_addr, ""))
+        response = await self.processor.end_transaction(context, command, header)
+        if response is not None and response.code != 0:
+            logger.info("end of transaction %s: %s", request.transaction_id, response.remark)
+        return pb.EndTransactionResponse(status=OK)
+
+    def peer_for(self, client_id: str) -> TelemetryPeer:
+        return TelemetryPeer(self, client_id)
+
+    def relay_check(self, client_id: str, request: RemotingCommand) -> bool:
+        """CHECK_TRANSACTION_STATE to the client as a RecoverOrphanedTransactionCommand."""
+        session = self.sessions.get(client_id)
+        if session is None or request.code != RequestCode.CHECK_TRANSACTION_STATE:
+            return False
+        try:
+            header = request.header(CheckTransactionStateRequestHeader)
+            record = decode_record(bytes(request.body))
+        except CodecError as err:
+            logger.error("transaction check for %s not relayed: %s", client_id, err)
+            return False
+        props = decode_properties(record.properties)
+        transaction_id = header.transaction_id or props.get(UNIQ_KEY, "")
+        self.remember(
+            props.get(PGROUP, record.topic),
+            transaction_id,
+            TransactionData(header.tran_state_table_offset, header.commit_log_offset),
+        )
+        command = pb.TelemetryCommand(
+            recover_orphaned_transaction_command=pb.RecoverOrphanedTransactionCommand(
+                message=to_message(record, props), transaction_id=transaction_id
+            )
+        )
+        posted = session.post(command.SerializeToString())
+        self.relayed += posted
+        return posted
+
+
+class TelemetryPeer:
+    """The broker's view of a 5.x producer (gateway.transport.dispatch.Peer): the one request
+    the broker sends a producer, the transaction check, goes to its Telemetry stream."""
+
+    def __init__(self, activity: TransactionActivity, client_id: str) -> None:
+        self._relay: Callable[[RemotingCommand], bool] = lambda request: activity.relay_check(
+            client_id, request
+        )
+
+    async def invoke(self, request: RemotingCommand, timeout_s: float) -> RemotingCommand:
+        raise CodecError("a gRPC client answers no remoting request")
+
+    async def invoke_oneway(self, request: RemotingCommand) -> None:
+        self._relay(request)
+
+    def try_invoke_oneway(self, request: RemotingCommand) -> bool:
+        return self._relay(request)
+
+    def close(self) -> None:
+        """A gRPC client's stream ends with its connection; nothing to close here."""

@@ -1,0 +1,166 @@
+"""The gRPC server: accepts connections, TLS or plaintext on one port, and serves a method table.
+
+Mirrors the Proxy's ``GrpcServer`` with its ``ProxyAndTlsProtocolNegotiator``: a method table keyed
+by ``/package.Service/Method`` path, each connection handed to
+:class:`gateway.transport.grpc.connection.Connection` (HTTP/2 and the calls). That module and the
+method table (``methods`` may be a factory) are loaded when the first connection arrives: the
+endpoint costs a broker nothing while no gRPC client uses it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import ssl
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import trio
+
+from gateway.transport.address import join_address
+from gateway.transport.grpc.config import GrpcServerConfig
+from gateway.transport.grpc.tls import TLS_HANDSHAKE, LazyServerContext, PrefixedStream
+
+logger = logging.getLogger(__name__)
+
+RECEIVE_SIZE = 65536
+#: A handler takes the call (gateway.transport.grpc.connection.ServerCall).
+Handler = Callable[[Any], Awaitable[None]]
+
+
+class GrpcServer:
+    """Serves a method table on one port, TLS and plaintext alike. ``await nursery.start(run)``."""
+
+    def __init__(
+        self,
+        methods: Mapping[str, Handler] | Callable[[], Mapping[str, Handler]],
+        config: GrpcServerConfig | None = None,
+        ssl_context: ssl.SSLContext | LazyServerContext | None = None,
+        listeners: list[trio.SocketListener] | None = None,
+    ) -> None:
+        """``listeners``: sockets already bound (a caller that must know the port before it builds
+        the methods); by default :meth:`run` binds ``config.host``/``config.grpc_server_port``.
+        ``methods``: the table, or a function that builds it when the first connection arrives."""
+        self._methods = methods
+        self._table: dict[str, Handler] | None = None
+        self.config = config or GrpcServerConfig()
+        self.ssl_context = ssl_context
+        self.listeners: list[trio.SocketListener] = listeners or []
+        self.connections: dict[int, Any] = {}  # gateway.transport.grpc.connection.Connection
+        self._ids = itertools.count(1)
+        self._scope = trio.CancelScope()
+        self._accepting = trio.CancelScope()
+        self.accepted = 0
+        self.tls_accepted = 0
+        self.calls_started = 0
+        self.calls_failed = 0
+
+    @property
+    def methods(self) -> dict[str, Handler]:
+        """The method table (built on first use when given as a factory)."""
+        if self._table is None:
+            self._table = dict(self._methods() if callable(self._methods) else self._methods)
+        return self._table
+
+    @property
+    def addresses(self) -> list[str]:
+        return [join_address(*listener.socket.getsockname()[:2]) for listener in self.listeners]
+
+    @property
+    def port(self) -> int:
+        return int(self.listeners[0].socket.getsockname()[1])
+
+    def statistics(self) -> dict[str, Any]:
+        return {
+            "connections": len(self.connections),
+            "accepted": self.accepted,
+            "tls_accepted": self.tls_accepted,
+            "calls_started": self.calls_started,
+            "calls_failed": self.calls_failed,
+        }
+
+    async def run(
+        self, *, task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Bind, report the listeners through ``task_status``, serve until :meth:`shutdown`."""
+        if not self.listeners:
+            port, host = self.config.grpc_server_port, self.config.host
+            self.listeners = await trio.open_tcp_listeners(port, host=host)
+        try:
+            with self._scope:
+                async with trio.open_nursery() as connections:
+                    task_status.started(self.listeners)
+                    with self._accepting:
+                        await trio.serve_listeners(self._serve, self.listeners, handler_nursery=connections)
+        finally:
+            for listener in self.listeners:
+                with trio.CancelScope(shield=True):
+                    await listener.aclose()
+
+    async def shutdown(self) -> None:
+        """Stop accepting, tell every client to go away (GOAWAY); calls in flight may finish
+        within ``shutdown_grace_s``, then every connection is closed."""
+        self._accepting.cancel()
+        for conn in list(self.connections.values()):
+            with trio.CancelScope(shield=True):
+                await conn.close()
+        self._scope.deadline = trio.current_time() + self.config.shutdown_grace_s
+
+    async def _serve(self, raw: trio.SocketStream) -> None:
+        self.accepted += 1
+        conn_id = next(self._ids)
+        try:
+            peer = join_address(*raw.socket.getpeername()[:2])
+        except OSError:
+            await raw.aclose()
+            return
+        async with raw:
+            stream = await self._negotiate(raw, peer)
+            if stream is None:
+                return
+            from gateway.transport.grpc.connection import Connection
+
+            conn = Connection(self, stream, peer, conn_id)
+            self.connections[conn_id] = conn
+            try:
+                await conn.run()
+            finally:
+                del self.connections[conn_id]
+                with trio.CancelScope(shield=True):
+                    await trio.aclose_forcefully(stream)
+
+    async def _negotiate(self, raw: trio.SocketStream, peer: str) -> trio.abc.Stream | None:
+        """TLS when the first byte opens a TLS handshake and TLS is on; plaintext otherwise."""
+        with trio.move_on_after(self.config.handshake_timeout_s):
+            try:
+                first = await raw.receive_some(RECEIVE_SIZE)
+            except trio.BrokenResourceError:
+                return None
+            if not first:
+                return None
+            stream = PrefixedStream(raw, first)
+            if first[0] != TLS_HANDSHAKE or self.ssl_context is None:
+                return stream
+            context: ssl.SSLContext | None
+            if isinstance(self.ssl_context, LazyServerContext):
+                try:
+                    context = await self.ssl_context.get()
+                except (OSError, ssl.SSLError) as err:
+                    logger.error("grpc %s: TLS is configured but unusable: %s", peer, err)
+                    return None
+            else:
+                context = self.ssl_context
+            if context is None:
+                return stream
+            tls = trio.SSLStream(stream, context, server_side=True)
+            try:
+                await tls.do_handshake()
+            except trio.BrokenResourceError as err:
+                logger.info("grpc %s: TLS handshake failed: %s", peer, err.__cause__ or err)
+                return None
+            self.tls_accepted += 1
+            return tls
+        logger.info(
+            "grpc %s: no HTTP/2 preface or TLS handshake within %.0f s", peer, self.config.handshake_timeout_s
+        )
+        return None
