@@ -72,6 +72,8 @@ class GatewayTarget:
                     str(self.namesrv_port),
                     "--broker-port",
                     str(self.broker_port),
+                    "--grpc-port",
+                    "0",  # any free port: every test worker runs a gateway of its own
                     "--store",
                     str(self.workdir / "store"),
                     "-c",

@@ -97,6 +97,8 @@ class GatewayCluster:
                 "broker",
                 "--broker-port",
                 str(port),
+                "--grpc-port",
+                "0",
                 "--store",
                 str(self.workdir / name),
                 "--namesrv-addr",
@@ -269,6 +271,8 @@ def test_compose_cluster(tmp_path: Path) -> None:
         "RMQ_NAMESRV_PORT": free_port(("127.0.0.1",)),
         "RMQ_BROKER_A_PORT": free_port(("127.0.0.1",)),
         "RMQ_BROKER_B_PORT": free_port(("127.0.0.1",)),
+        "RMQ_BROKER_A_GRPC_PORT": free_port(("127.0.0.1",)),
+        "RMQ_BROKER_B_GRPC_PORT": free_port(("127.0.0.1",)),
     }
     env = {**os.environ, **{k: str(v) for k, v in ports.items()}}
     compose = [*compose_command(), "-f", str(REPO / "docker" / "compose.yaml"), "-p", f"rmqtest{os.getpid()}"]

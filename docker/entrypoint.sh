@@ -8,6 +8,7 @@
 #                     set it to an address clients can reach when ports are published
 #   BROKER_NAME       brokerName (broker-a)          BROKER_CLUSTER  brokerClusterName (DefaultCluster)
 #   NAMESRV_PORT      NameServer port (9876)         BROKER_PORT     Broker port (10911)
+#   GRPC_PORT         gRPC endpoint for RocketMQ 5 clients (8081; `off`: none)
 #   NAMESRV_ADDR      NameServers a `broker` registers to (';'-separated)
 #   RMQ_HOST          listen address (0.0.0.0)
 #   RMQ_PROP_<key>    any other Java property, e.g. RMQ_PROP_flushDiskType=SYNC_FLUSH
@@ -17,6 +18,8 @@ cmd=${1:-standalone}
 [ $# -gt 0 ] && shift
 namesrv_port=${NAMESRV_PORT:-9876}
 broker_port=${BROKER_PORT:-10911}
+grpc_port=${GRPC_PORT:-8081}
+if [ "$grpc_port" = off ]; then grpc_flag=--no-grpc; else grpc_flag="--grpc-port=$grpc_port"; fi
 conf=/tmp/rmq-gateway.conf
 
 if [ "$cmd" = health ]; then
@@ -40,11 +43,11 @@ host=${RMQ_HOST:-0.0.0.0}
 case $cmd in
   standalone)
     exec rmq-gateway standalone --host "$host" --namesrv-port "$namesrv_port" \
-      --broker-port "$broker_port" --store /data/store -c "$conf" "$@" ;;
+      --broker-port "$broker_port" "$grpc_flag" --store /data/store -c "$conf" "$@" ;;
   namesrv)
     exec rmq-gateway namesrv --host "$host" --namesrv-port "$namesrv_port" -c "$conf" "$@" ;;
   broker)
-    exec rmq-gateway broker --host "$host" --broker-port "$broker_port" --store /data/store \
+    exec rmq-gateway broker --host "$host" --broker-port "$broker_port" "$grpc_flag" --store /data/store \
       --namesrv-addr "${NAMESRV_ADDR:-127.0.0.1:9876}" -c "$conf" "$@" ;;
   *)
     exec "$cmd" "$@" ;;

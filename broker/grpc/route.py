@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from broker.controller import BrokerController
 from broker.grpc.common import OK, ClientContext, StatusError, status
-from broker.topic_config_manager import TopicValidationError, is_system_topic, validate_topic
+from broker.topic_config_manager import TopicConfigManager, TopicValidationError, validate_topic
 from codec.bodies.register import PERM_READ, PERM_WRITE, TopicConfig
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
@@ -52,8 +52,9 @@ def permission(perm: int) -> pb.Permission:
     return pb.WRITE if writable else pb.NONE
 
 
-def check_topic(resource: pb.Resource) -> str:
-    """``GrpcValidator.validateTopic``; raises StatusError ILLEGAL_TOPIC."""
+def check_topic(resource: pb.Resource, topics: TopicConfigManager) -> str:
+    """``GrpcValidator.validateTopic`` (system topics as ``TopicValidator.isSystemTopic``, with the
+    ones this broker created at start); raises StatusError ILLEGAL_TOPIC."""
     name = resource.name
     if not name:
         raise StatusError(pb.ILLEGAL_TOPIC, "topic name cannot be empty")
@@ -61,7 +62,7 @@ def check_topic(resource: pb.Resource) -> str:
         validate_topic(name)
     except TopicValidationError as err:
         raise StatusError(pb.ILLEGAL_TOPIC, str(err)) from None
-    if is_system_topic(name):
+    if topics.is_system(name):
         raise StatusError(pb.ILLEGAL_TOPIC, f"cannot access system topic: {name}")
     return name
 
@@ -92,7 +93,7 @@ class RouteActivity:
     def query_route(self, ctx: ClientContext, request: pb.QueryRouteRequest) -> pb.QueryRouteResponse:
         """``RouteActivity.queryRoute`` with ``genMessageQueueFromQueueData``: read-only queues
         first, then write-only, then read-write, then (inaccessible topic) NONE, ids in that order."""
-        name = check_topic(request.topic)
+        name = check_topic(request.topic, self.broker.topics)
         topic = self._topic(name)
         broker = self._broker(request.endpoints)
         types = accepted_types(topic_message_type(topic))
@@ -132,7 +133,7 @@ class RouteActivity:
     ) -> pb.QueryAssignmentResponse:
         """``RouteActivity.queryAssignment``: one queue of id -1 (any queue: POP), or every read
         queue when the group consumes orderly."""
-        name = check_topic(request.topic)
+        name = check_topic(request.topic, self.broker.topics)
         if not request.group.name:
             raise StatusError(pb.ILLEGAL_CONSUMER_GROUP, "consumer group cannot be empty")
         topic = self._topic(name)

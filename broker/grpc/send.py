@@ -154,7 +154,7 @@ class SendActivity:
         if not request.messages:
             raise StatusError(pb.MESSAGE_CORRUPTED, "no message to send")
         first = request.messages[0]
-        name = check_topic(first.topic)
+        name = check_topic(first.topic, self.broker.topics)
         topic = self.broker.topics.select(name)
         if topic is None:
             raise StatusError(pb.TOPIC_NOT_FOUND, f"No topic route info in name server for the topic: {name}")

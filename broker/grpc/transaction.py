@@ -68,7 +68,7 @@ class TransactionActivity:
     async def end_transaction(
         self, ctx: ClientContext, request: pb.EndTransactionRequest
     ) -> pb.EndTransactionResponse:
-        topic = check_topic(request.topic)
+        topic = check_topic(request.topic, self.broker.topics)
         if not request.transaction_id.strip():
             raise StatusError(pb.INVALID_TRANSACTION_ID, "transaction id cannot be empty")
         data = self.data.pop((topic, request.transaction_id), None)
@@ -131,6 +131,16 @@ class TelemetryPeer:
         self._relay: Callable[[RemotingCommand], bool] = lambda request: activity.relay_check(
             client_id, request
         )
+        self._open: Callable[[], bool] = lambda: client_id in activity.sessions
+
+    @property
+    def closed(self) -> bool:
+        """Closed once the client's Telemetry session is gone."""
+        return not self._open()
+
+    @property
+    def writable(self) -> bool:
+        return self._open()
 
     async def invoke(self, request: RemotingCommand, timeout_s: float) -> RemotingCommand:
         raise CodecError("a gRPC client answers no remoting request")

@@ -61,6 +61,7 @@ class RocketMQGatewayContainer(DockerContainer):
         network_mode: Literal["host", "bridge"] = "host",
         namesrv_port: int | None = None,
         broker_port: int | None = None,
+        grpc_port: int | None = None,
         broker_ip1: str | None = None,
         broker_name: str = "broker-a",
         publish_host: str = LOOPBACK,
@@ -73,11 +74,13 @@ class RocketMQGatewayContainer(DockerContainer):
         self.publish_host = publish_host
         self.namesrv_port = namesrv_port or free_port()
         self.broker_port = broker_port or free_port()
+        self.grpc_port = grpc_port or free_port()
         self.startup_timeout = startup_timeout
         self.ready: ProbeResult | None = None
         self.startup_seconds: float | None = None
         self.with_env("NAMESRV_PORT", str(self.namesrv_port))
         self.with_env("BROKER_PORT", str(self.broker_port))
+        self.with_env("GRPC_PORT", str(self.grpc_port))
         self.with_env("BROKER_NAME", broker_name)
         if network_mode == "host":
             # Loopback only: the host's other interfaces see nothing of a test broker.
@@ -85,7 +88,7 @@ class RocketMQGatewayContainer(DockerContainer):
             self.with_env("RMQ_HOST", LOOPBACK)
             self.with_env("BROKER_IP1", broker_ip1 or LOOPBACK)
         else:
-            for port in (self.namesrv_port, self.broker_port):
+            for port in (self.namesrv_port, self.broker_port, self.grpc_port):
                 # docker-py takes (host_ip, host_port) too: publish on one host address only
                 self.ports[f"{port}/tcp"] = cast("int", (publish_host, port))
             self._broker_ip1 = broker_ip1
@@ -107,6 +110,10 @@ class RocketMQGatewayContainer(DockerContainer):
     def get_broker_address(self) -> str:
         """``host:port`` the broker advertises (clients learn it from the NameServer)."""
         return f"{self._host()}:{self.broker_port}"
+
+    def get_grpc_endpoint(self) -> str:
+        """``host:port`` of the gRPC endpoint, what RocketMQ 5 clients take as their endpoints."""
+        return f"{self._host()}:{self.grpc_port}"
 
     def start(self) -> Self:
         """Start the container and wait until the broker is registered; on failure the container

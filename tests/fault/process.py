@@ -50,6 +50,8 @@ class GatewayProcess:
             str(self.ports[0]),
             "--broker-port",
             str(self.ports[1]),
+            "--grpc-port",
+            "0",  # the gRPC endpoint on any free port: workers run side by side
             "-c",
             str(self.conf_path),
         ]
