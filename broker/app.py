@@ -20,6 +20,7 @@ from typing import Any
 
 import trio
 
+from broker.auth.service import BrokerAuth
 from broker.config import BrokerConfig
 from broker.controller import BrokerController, store_config_of
 from broker.long_polling import PullHoldService
@@ -59,9 +60,12 @@ GROUPS_JSON = "subscriptionGroup.json"
 OFFSETS_JSON = "consumerOffset.json"
 
 
-def build_dispatcher(controller: BrokerController) -> Dispatcher:
-    """Every request code the broker answers, with its processor (``registerProcessor``)."""
-    dispatcher = Dispatcher("broker")
+def build_dispatcher(controller: BrokerController, auth: BrokerAuth | None = None) -> Dispatcher:
+    """Every request code the broker answers, with its processor (``registerProcessor``); ``auth``
+    checks each request first and answers the user and ACL codes."""
+    dispatcher = Dispatcher("broker", guard=auth.guard if auth else None)
+    if auth is not None:
+        auth.register(dispatcher)
     ClientManageProcessor(controller).register(dispatcher)
     ConsumerManageProcessor(controller).register(dispatcher)
     SendMessageProcessor(controller).register(dispatcher)
@@ -105,7 +109,8 @@ class Broker:
         self.messages.stats = broker_stats(self.controller)
         self.registrar = NamesrvRegistrar(config, self.controller.topics)
         self.timers = TimerMessageService(self.store, self.controller.put_messages, config.timer_precision_ms)
-        self.dispatcher = build_dispatcher(self.controller)
+        self.auth = BrokerAuth(config, self.store.config_files)
+        self.dispatcher = build_dispatcher(self.controller, self.auth)
         self.server = RemotingServer(self.dispatcher, server_config, name="broker", listeners=listeners)
         self.server.on_disconnect.append(self._connection_closed)
         self._stop = stop
@@ -115,6 +120,7 @@ class Broker:
     def _load_config_files(self) -> None:
         c = self.controller
         files = self.store.config_files
+        self.auth.load()
         for name, load in (
             (TOPICS_JSON, c.topics.load_obj),
             (GROUPS_JSON, c.groups.load_obj),

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import trio
 
 from broker.app import BrokerApp
+from broker.auth.config import AuthConfig
 from broker.config import JAVA_KEY_ALIASES, BrokerConfig
 from broker.controller import store_config_of
 from codec.config_fields import camel_case, snake_case
@@ -123,7 +124,7 @@ def known_property_keys(*, namesrv: bool, broker: bool) -> dict[str, str]:
         configs.append(NamesrvConfig)
         keys.update({snake_case(k): k for k in NAMESRV_JAVA_KEYS})
     if broker:
-        configs += [BrokerConfig, StoreConfig]
+        configs += [BrokerConfig, StoreConfig, AuthConfig]
         keys.update({snake_case(k): k for k in JAVA_KEY_ALIASES})
     for config in configs:
         for field in dataclasses.fields(config):
