@@ -67,9 +67,13 @@ class Admin:
         self.home = home
         self.signed_home = write_tools_yml(home / "rocketmq-home", ROOT, ROOT_SECRET)
         self.setup: dict[str, str] = {}
+        self.broker_addr = ""  # the first address mqadmin printed (the only broker of the cluster)
 
     def __call__(self, *args: str) -> str:
         out = run_mqadmin(self.target.namesrv_addr, *args, home=self.home, rocketmq_home=self.signed_home)
+        found = ADDRESS.search(out)
+        if found and not self.broker_addr:
+            self.broker_addr = found.group(0)
         return ADDRESS.sub("ADDR", out)
 
 
@@ -102,6 +106,22 @@ SETUP = [
         ["createAcl", "-c", CLUSTER, "-s", "User:bob", "-r", f"Topic:{TOPIC}", "-a", "Sub", "-d", "Deny"],
         "create acl to ADDR success.",
     ),
+    (
+        "user dave",
+        ["createUser", "-c", CLUSTER, "-u", "dave", "-p", "dave-pw"],
+        "create user to ADDR success.",
+    ),
+    (
+        "acl dave",
+        ["createAcl", "-c", CLUSTER, "-s", "User:dave", "-r", "Topic:X,Topic:Y", "-a", "Pub", "-d", "Allow"],
+        "create acl to ADDR success.",
+    ),
+    (
+        "delete acl dave X",
+        ["deleteAcl", "-c", CLUSTER, "-s", "User:dave", "-r", "Topic:X"],
+        "delete acl to ADDR success.",
+    ),
+    ("delete user dave", ["deleteUser", "-c", CLUSTER, "-u", "dave"], "delete user to ADDR success."),
     (
         "acl bob group",
         ["updateAcl", "-c", CLUSTER, "-s", "User:bob", "-r", "Group:bobGroup", "-a", "Sub", "-d", "Allow"],
@@ -145,6 +165,14 @@ def test_admin_tool_manages_users_and_acls(admin: Admin) -> None:
     listed = admin("listAcl", "-c", CLUSTER, "-s", "User:alice")
     assert "Group:aliceGroup" in listed, listed
     assert "User:bob" not in listed, listed
+    assert "dave" not in users, users
+    copied = admin("copyUser", "-f", admin.broker_addr, "-t", admin.broker_addr, "-u", "alice")
+    assert "copy user of alice from ADDR to ADDR success." in copied, copied
+    copied = admin("copyAcl", "-f", admin.broker_addr, "-t", admin.broker_addr, "-s", "User:alice")
+    assert "copy acl of User:alice from ADDR to ADDR success." in copied, copied
+    assert admin("getAcl", "-c", CLUSTER, "-s", "User:alice") == admin(
+        "listAcl", "-c", CLUSTER, "-s", "User:alice"
+    )
     (admin.home / "admin-transcript.txt").write_text("\n---\n".join([users, carol, acl, listed]))
 
 

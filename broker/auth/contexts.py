@@ -40,7 +40,6 @@ ANNOTATED: dict[
     RequestCode.CHANGE_MESSAGE_INVISIBLETIME: (None, SUB, (("consumerGroup", _G, ""), ("topic", _T, ""))),
     RequestCode.CHECK_ROCKSDB_CQ_WRITE_PROGRESS: (None, GET, (("topic", _T, ""),)),
     RequestCode.CLONE_GROUP_OFFSET: (None, UPDATE, (("destGroup", _G, ""), ("topic", _T, ""))),
-    RequestCode.CONSUMER_SEND_MSG_BACK: (None, SUB, (("group", _G, ""), ("originTopic", _T, ""))),
     RequestCode.AUTH_CREATE_USER: (_C, UPDATE, ()),
     RequestCode.AUTH_UPDATE_USER: (_C, UPDATE, ()),
     RequestCode.AUTH_DELETE_USER: (_C, UPDATE, ()),
