@@ -34,7 +34,7 @@ from broker.auth.models import (
     UserStatus,
     UserType,
 )
-from broker.auth.signature import ACCESS_KEY, SIGNATURE, request_content, signature_matches
+from broker.auth.signature import ACCESS_KEY, SIGNATURE, fields_content, signature_matches
 from codec.command import RemotingCommand
 from codec.errors import CodecError
 from gateway.transport.dispatch import RequestContext
@@ -187,8 +187,8 @@ class AuthGuard:
             raise AuthError(f"User:{username} is not found.")
         if user.user_status is UserStatus.DISABLE:
             raise AuthError(f"User:{username} is disabled.")
-        content = request_content(fields, request.body, request.version)
-        if not signature_matches(content, user.password or "", fields.get(SIGNATURE)):
+        content = fields_content(fields, request.version)
+        if not signature_matches(content, user.password or "", fields.get(SIGNATURE), request.body):
             raise AuthError("check signature failed.")
 
     def authorize(self, request: RemotingCommand, ip: str) -> None:

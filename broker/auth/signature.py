@@ -27,29 +27,37 @@ UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"  # MixAll.UNIQUE_MSG_QUERY_FLAG
 V4_9_3 = VERSION_NAMES.index("V4_9_3")  # at or below it the unique-key flag is not signed
 
 
-def request_content(ext_fields: Mapping[str, str], body: bytes | None, version: int) -> bytes:
-    """The bytes a client signed for this request (``combineRequestContent``)."""
+def fields_content(ext_fields: Mapping[str, str], version: int) -> bytes:
+    """The ext-field part of what a client signed: values in key order, UTF-8."""
     skip_unique = version <= V4_9_3
     values = [
         value
         for key, value in sorted(ext_fields.items())
         if key != SIGNATURE and not (skip_unique and key == UNIQUE_MSG_QUERY_FLAG) and value is not None
     ]
-    content = "".join(values).encode("utf-8")
+    return "".join(values).encode("utf-8")
+
+
+def request_content(ext_fields: Mapping[str, str], body: bytes | None, version: int) -> bytes:
+    """The bytes a client signed for this request (``combineRequestContent``)."""
+    content = fields_content(ext_fields, version)
     return content + body if body else content
 
 
-def sign(content: bytes, secret: str) -> str:
-    """``AclSigner.calSignature``: Base64 of HmacSHA1(secret, content)."""
-    digest = hmac.new(secret.encode("utf-8"), content, hashlib.sha1).digest()
-    return base64.b64encode(digest).decode("ascii")
+def sign(content: bytes, secret: str, body: bytes | None = None) -> str:
+    """``AclSigner.calSignature``: Base64 of HmacSHA1(secret, content + body); the body is fed
+    to the HMAC as it is, never copied."""
+    mac = hmac.new(secret.encode("utf-8"), content, hashlib.sha1)
+    if body:
+        mac.update(body)
+    return base64.b64encode(mac.digest()).decode("ascii")
 
 
-def signature_matches(content: bytes, secret: str, signature: str | None) -> bool:
-    """Whether ``signature`` is the signature of ``content`` under ``secret``, in constant time."""
+def signature_matches(content: bytes, secret: str, signature: str | None, body: bytes | None = None) -> bool:
+    """Whether ``signature`` signs ``content`` + ``body`` under ``secret``, in constant time."""
     if signature is None:
         return False
-    expected = sign(content, secret).encode("utf-8")
+    expected = sign(content, secret, body).encode("utf-8")
     return hmac.compare_digest(expected, signature.encode("utf-8", errors="surrogatepass"))
 
 

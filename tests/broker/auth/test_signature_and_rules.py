@@ -37,6 +37,8 @@ def test_signature_is_base64_hmac_sha1_and_checked() -> None:
     assert not signature_matches(content, "other", fields["Signature"])
     assert not signature_matches(content + b"x", "secret", fields["Signature"])
     assert not signature_matches(content, "secret", None)
+    head = request_content(fields, None, 479)
+    assert signature_matches(head, "secret", fields["Signature"], b"payload")
     assert not signature_matches(content, "secret", "\udcff")
 
 
