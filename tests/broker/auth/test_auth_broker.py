@@ -226,3 +226,27 @@ async def test_a_flood_of_bad_signatures_costs_bounded_time_and_logs_no_secret(
     assert ALICE_SECRET not in text
     refusals = [r for r in caplog.records if "refused" in r.getMessage() and r.levelno >= logging.INFO]
     assert len(refusals) <= 3
+
+
+async def test_whitelisted_codes_skip_their_check(tmp_path: Path) -> None:
+    conf = {**AUTH_CONF, "authenticationWhitelist": " 310, 34"}
+    async with auth_broker(tmp_path / "authn", conf) as (_app, conn):
+        response = await conn.invoke(send_request("T1", b"x"), 5)
+        assert (response.code, response.remark) == (
+            ResponseCode.NO_PERMISSION,
+            "Authorization failed. Please verify your access rights and try again.",
+        )
+    conf = {**conf, "authorizationWhitelist": "310"}
+    async with auth_broker(tmp_path / "both", conf) as (_app, conn):
+        response = await conn.invoke(send_request("T1", b"x"), 5)
+        assert response.code == ResponseCode.SUCCESS, response.remark
+
+
+async def test_no_metadata_provider_refuses_as_java_does(tmp_path: Path) -> None:
+    conf = {"authenticationEnabled": "true"}
+    async with auth_broker(tmp_path, conf) as (_app, conn):
+        response = await conn.invoke(signed(send_request("T1", b"x"), "root", ROOT_SECRET), 5)
+        assert (response.code, response.remark) == (
+            ResponseCode.NO_PERMISSION,
+            "The authenticationMetadataProvider is not configured",
+        )
