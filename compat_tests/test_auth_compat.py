@@ -24,7 +24,7 @@ from compat_tests.reference import REFERENCE_LIB, run_mqadmin, write_tools_yml
 from compat_tests.scenario import CLIENT_LINES, Event, run_program
 from compat_tests.targets import Target, start_target
 
-pytestmark = [pytest.mark.compat]
+pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
 LINE = CLIENT_LINES[-1]  # the 5.3.3 client: its jar carries AclClientRPCHook
 PROGRAM = "rmqcompat.AuthScenario"

@@ -250,3 +250,16 @@ async def test_no_metadata_provider_refuses_as_java_does(tmp_path: Path) -> None
             ResponseCode.NO_PERMISSION,
             "The authenticationMetadataProvider is not configured",
         )
+
+
+async def test_the_check_runs_before_the_header_is_read(tmp_path: Path) -> None:
+    # Java's request pipeline runs before the processor decodes its header: an unsigned request
+    # with a malformed header is refused for its credentials, not for its header.
+    async with auth_broker(tmp_path) as (_app, conn):
+        response = await conn.invoke(RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {"b": "T1"}), 5)
+        assert (response.code, response.remark) == (ResponseCode.NO_PERMISSION, "username cannot be null.")
+        signed_bad = signed(
+            RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {"b": "T1"}), "root", ROOT_SECRET
+        )
+        response = await conn.invoke(signed_bad, 5)
+        assert response.code == ResponseCode.SYSTEM_ERROR
