@@ -107,6 +107,24 @@ SETUP = [
         "create acl to ADDR success.",
     ),
     (
+        "user erin",
+        ["createUser", "-c", CLUSTER, "-u", "erin", "-p", "erin-pw"],
+        "create user to ADDR success.",
+    ),
+    (
+        "acl erin deny",
+        ["createAcl", "-c", CLUSTER, "-s", "User:erin", "-r", f"Topic:{TOPIC}", "-a", "Sub", "-d", "Deny"],
+        "create acl to ADDR success.",
+    ),
+    (
+        "acl erin allow",
+        [
+            *("updateAcl", "-c", CLUSTER, "-s", "User:erin", "-r", "Topic:Auth*,Group:erinGroup"),
+            *("-a", "Sub", "-d", "Allow"),
+        ],
+        "update acl to ADDR success.",
+    ),
+    (
         "user dave",
         ["createUser", "-c", CLUSTER, "-u", "dave", "-p", "dave-pw"],
         "create user to ADDR success.",
@@ -211,3 +229,13 @@ def test_refusals_have_the_real_brokers_code_and_remark(
     events = java(auth_target, home, command, topic=TOPIC, count=1, **args)
     failure = only(events, f"{'send' if command == 'produce' else command}-failed")
     assert (failure["code"], failure["remark"]) == (16, remark)
+
+
+def test_of_a_literal_and_a_prefix_entry_the_later_one_decides(
+    auth_target: Target, home: Path, admin: Admin
+) -> None:
+    """erin's ACL denies Sub on ``Topic:AuthTopic``, then allows it on ``Topic:Auth*``: Java's
+    comparator does not order a literal and a prefixed entry, and its sort leaves the later
+    one first, so the pull is allowed on both brokers (not "Deny wins")."""
+    events = java(auth_target, home, "pull", topic=TOPIC, group="erinGroup", ak="erin", sk="erin-pw")
+    assert only(events, "pulled")["count"] >= 0, events

@@ -136,3 +136,11 @@ def test_typed_entries_come_before_any_resource_and_shorter_prefixes_first() -> 
 def test_source_ip_drops_the_port() -> None:
     assert source_ip("127.0.0.1:54321") == "127.0.0.1"
     assert source_ip("[::1]:9") == "::1"
+
+
+def test_of_a_literal_and_a_prefix_entry_the_later_one_comes_first() -> None:
+    # The comparator answers "first argument first" for entries of different patterns, so
+    # TimSort's run detection reverses the pair: the entry stored later is the one that decides.
+    literal, prefix = _entry("Topic:AuthTopic", Decision.DENY), _entry("Topic:Auth*", Decision.ALLOW)
+    assert first_entry([literal, prefix]) is prefix
+    assert first_entry([prefix, literal]) is literal
