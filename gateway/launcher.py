@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import trio
 
 from broker.app import BrokerApp
-from broker.auth.config import AuthConfig
+from broker.auth.config import AuthConfig, auth_config_of
 from broker.config import JAVA_KEY_ALIASES, BrokerConfig
 from broker.controller import store_config_of
 from codec.config_fields import camel_case, snake_case
@@ -169,6 +169,7 @@ def check_specs(namesrv: NamesrvSpec | None, broker: BrokerSpec | None) -> None:
         store_config_of(broker.config)
     except (StoreError, ValueError) as err:
         raise ValueError(f"store configuration: {err}") from err
+    auth_config_of(broker.config)  # a malformed auth key, or an unsupported one, stops here
     if not broker.use_local_namesrv:
         addresses = broker.config.namesrv_addrs
         if not addresses:

@@ -13,7 +13,9 @@ from broker.auth.metadata import AuthError, AuthMetadata
 from broker.auth.models import PolicyType, Resource, User, UserStatus, UserType
 from broker.auth.service import BrokerAuth
 from broker.config import BrokerConfig
-from gateway.launcher import unused_property_keys
+from gateway.launcher import BrokerSpec, check_specs, unused_property_keys
+from gateway.transport.config import ServerConfig
+from store.errors import StoreError
 from store.metadata import ConfigFiles
 
 
@@ -126,3 +128,19 @@ def test_auth_keys_are_known_and_off_means_no_guard(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"plain_acl\.yml"):
         auth_config_of(config)
     assert AuthConfig().authentication_enabled is False
+
+
+def test_start_up_refuses_bad_auth_settings_without_showing_secrets(tmp_path: Path) -> None:
+    config = BrokerConfig(store_path_root_dir=str(tmp_path))
+    config.extra["migrateAuthFromV1Enabled"] = "true"
+    with pytest.raises(ValueError, match=r"^migrateAuthFromV1Enabled"):
+        check_specs(None, BrokerSpec(config, ServerConfig(port=0)))
+    config = BrokerConfig(store_path_root_dir=str(tmp_path))
+    config.extra.update(
+        {"authenticationMetadataProvider": LOCAL_AUTHN_METADATA, "initAuthenticationUser": "{s3cret-not-json"}
+    )
+    auth = BrokerAuth(config, ConfigFiles(str(tmp_path / "config")))
+    with pytest.raises(StoreError) as err:
+        auth.load()
+    assert "Init authentication user error" in str(err.value)
+    assert "s3cret" not in str(err.value)
