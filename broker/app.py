@@ -20,6 +20,7 @@ from typing import Any
 
 import trio
 
+from broker.auth.service import BrokerAuth
 from broker.config import BrokerConfig
 from broker.controller import BrokerController, store_config_of
 from broker.long_polling import PullHoldService
@@ -59,10 +60,15 @@ GROUPS_JSON = "subscriptionGroup.json"
 OFFSETS_JSON = "consumerOffset.json"
 
 
-def build_dispatcher(controller: BrokerController, stats: BrokerStats) -> Dispatcher:
+def build_dispatcher(
+    controller: BrokerController, stats: BrokerStats, auth: BrokerAuth | None = None
+) -> Dispatcher:
     """Every request code the broker answers, with its processor (``registerProcessor``); the
-    processors that record or read statistics get ``stats``."""
-    dispatcher = Dispatcher("broker")
+    processors that record or read statistics get ``stats``; ``auth`` checks each request first
+    and answers the user and ACL codes."""
+    dispatcher = Dispatcher("broker", guard=auth.guard if auth else None)
+    if auth is not None:
+        auth.register(dispatcher)
     ClientManageProcessor(controller).register(dispatcher)
     ConsumerManageProcessor(controller).register(dispatcher)
     SendMessageProcessor(controller).register(dispatcher)
@@ -111,7 +117,8 @@ class Broker:
         )
         self.registrar = NamesrvRegistrar(config, self.controller.topics)
         self.timers = TimerMessageService(self.store, self.controller.put_messages, config.timer_precision_ms)
-        self.dispatcher = build_dispatcher(self.controller, self.stats)
+        self.auth = BrokerAuth(config, self.store.config_files)
+        self.dispatcher = build_dispatcher(self.controller, self.stats, self.auth)
         self.metrics = create_metrics(self.controller, self.stats, self.dispatcher)
         self.server = RemotingServer(self.dispatcher, server_config, name="broker", listeners=listeners)
         self.server.on_disconnect.append(self._connection_closed)
@@ -122,6 +129,7 @@ class Broker:
     def _load_config_files(self) -> None:
         c = self.controller
         files = self.store.config_files
+        self.auth.load()
         for name, load in (
             (TOPICS_JSON, c.topics.load_obj),
             (GROUPS_JSON, c.groups.load_obj),

@@ -60,6 +60,7 @@ __all__ = [
     "stop",
     "topic_route",
     "wait_routed",
+    "write_tools_yml",
 ]
 
 REFERENCE_LIB = JAVA_DIR / "reference" / "target" / "lib"
@@ -412,13 +413,20 @@ def start_reference_broker(
     return servers.start_broker(), servers.broker_addr
 
 
-def run_mqadmin(namesrv_addr: str, *args: str, home: Path, timeout: float = 60) -> str:
-    """Run ``mqadmin`` (rocketmq-tools 5.3.3) and return its output without log noise."""
+def run_mqadmin(
+    namesrv_addr: str, *args: str, home: Path, timeout: float = 60, rocketmq_home: Path | None = None
+) -> str:
+    """Run ``mqadmin`` (rocketmq-tools 5.3.3) and return its output without log noise.
+
+    ``rocketmq_home``: the ``rocketmq.home.dir`` whose ``conf/tools.yml`` (``accessKey``,
+    ``secretKey``) signs every request, as ``MQAdminStartup`` reads it (:func:`write_tools_yml`).
+    """
     result = subprocess.run(
         [
             "java",
             "-Xmx128m",
             f"-Duser.home={home}",
+            *([f"-Drocketmq.home.dir={rocketmq_home}"] if rocketmq_home is not None else []),
             "-cp",
             f"{REFERENCE_LIB}/*",
             "org.apache.rocketmq.tools.command.MQAdminStartup",
@@ -437,6 +445,15 @@ def run_mqadmin(namesrv_addr: str, *args: str, home: Path, timeout: float = 60) 
         for line in lines
         if line.strip() and "logback" not in line and " INFO " not in line and " |-" not in line
     )
+
+
+def write_tools_yml(rocketmq_home: Path, access_key: str, secret_key: str) -> Path:
+    """The credentials file ``mqadmin`` signs with: ``<rocketmq.home.dir>/conf/tools.yml``
+    (``MixAll.ACL_CONF_TOOLS_FILE``, read by ``AclUtils.getAclRPCHook``); returns the home."""
+    conf = rocketmq_home / "conf"
+    conf.mkdir(parents=True, exist_ok=True)
+    (conf / "tools.yml").write_text(f"accessKey: {access_key}\nsecretKey: {secret_key}\n")
+    return rocketmq_home
 
 
 def run_capture(line: str, namesrv_addr: str, topic: str, home: Path, serialize: str = "JSON") -> str:

@@ -31,6 +31,7 @@ from typing import Any
 import trio
 
 from broker.app import BrokerApp
+from broker.auth.config import AuthConfig, auth_config_of
 from broker.config import JAVA_KEY_ALIASES, BrokerConfig
 from broker.controller import store_config_of
 from codec.config_fields import camel_case, snake_case
@@ -196,7 +197,7 @@ def known_property_keys(*, namesrv: bool, broker: bool) -> dict[str, str]:
         configs.append(NamesrvConfig)
         keys.update({snake_case(k): k for k in NAMESRV_JAVA_KEYS})
     if broker:
-        configs += [BrokerConfig, StoreConfig, GrpcServerConfig]
+        configs += [BrokerConfig, StoreConfig, GrpcServerConfig, AuthConfig]
         keys.update({snake_case(k): k for k in JAVA_KEY_ALIASES})
     for config in configs:
         for field in dataclasses.fields(config):
@@ -241,6 +242,7 @@ def check_specs(namesrv: NamesrvSpec | None, broker: BrokerSpec | None) -> None:
         store_config_of(broker.config)
     except (StoreError, ValueError) as err:
         raise ValueError(f"store configuration: {err}") from err
+    auth_config_of(broker.config)  # a malformed auth key, or an unsupported one, stops here
     if not broker.use_local_namesrv:
         addresses = broker.config.namesrv_addrs
         if not addresses:

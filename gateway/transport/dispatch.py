@@ -8,7 +8,9 @@ no event loop to run a synchronous handler. Mirrors ``NettyRemotingAbstract.proc
   with the error's ``response_code``, its message as remark and its ``ext_fields`` as header: this
   is the one place where processors' errors turn into responses (logged, rate-limited);
 * any other exception becomes ``SYSTEM_ERROR`` with the exception as remark, and is logged;
-* a oneway request never gets a response, not even an error.
+* a oneway request never gets a response, not even an error;
+* a ``guard`` (the broker's authentication and authorization, Java's ``RequestPipeline``) runs
+  before the header is decoded and the handler called; what it raises is answered as above.
 
 Handlers are ``handler(ctx, request, header)`` where ``header`` is the request's typed header
 when the route names a header type, else ``None``. They may be plain functions (returning the
@@ -45,6 +47,9 @@ Handler = Callable[["RequestContext", RemotingCommand, Any], HandlerResult | Awa
 Waiting = Coroutine[Any, Any, HandlerResult]
 #: Told of every request answered: (request, response or None, milliseconds it took).
 DispatchObserver = Callable[[RemotingCommand, HandlerResult, float], None]
+#: Checks a request before its handler (``NettyRemotingAbstract``'s request pipeline); raises
+#: :class:`RocketMQError` to refuse it.
+Guard = Callable[["RequestContext", RemotingCommand], None]
 
 
 class Peer(Protocol):
@@ -106,8 +111,9 @@ class RequestContext:
 class Dispatcher:
     """Maps request codes to handlers; see the module docstring for the error rules."""
 
-    def __init__(self, name: str = "dispatcher") -> None:
+    def __init__(self, name: str = "dispatcher", guard: Guard | None = None) -> None:
         self.name = name
+        self.guard = guard
         self._routes: dict[int, tuple[Handler, type[CustomHeader] | None, bool]] = {}
         self.requests = 0
         self.errors = 0
@@ -143,6 +149,8 @@ class Dispatcher:
             return self._done(request, response, start)
         handler, header_type, is_async = route
         try:
+            if self.guard is not None:
+                self.guard(ctx, request)
             header = header_type.from_ext_fields(request.ext_fields) if header_type else None
             result = handler(ctx, request, header)
         except Exception as err:

@@ -1,0 +1,58 @@
+"""The broker's authentication and authorization collaborators, built once by the composition.
+
+Mirrors what ``BrokerController`` builds from its ``AuthConfig``: the metadata managers
+(``AuthenticationFactory.getMetadataManager`` / ``AuthorizationFactory.getMetadataManager``,
+which create the ``initAuthenticationUser`` and ``innerClientAuthenticationCredentials`` users),
+the request pipeline (:class:`broker.auth.guard.AuthGuard`, handed to the dispatcher) and the
+admin processor of codes 3001-3010. Users and ACLs live in the store's ``config/users.json`` and
+``config/acls.json``, written atomically with a ``.bak`` of the previous content, as the broker's
+other config files.
+"""
+
+from __future__ import annotations
+
+from broker.auth.config import AuthConfig, auth_config_of
+from broker.auth.guard import AuthSettings, Guard, build_guard
+from broker.auth.metadata import ACLS_JSON, USERS_JSON, AuthMetadata
+from broker.config import BrokerConfig
+from broker.processors.auth import AuthAdminProcessor
+from codec.errors import RocketMQError
+from gateway.transport.dispatch import Dispatcher
+from store.errors import StoreError
+from store.metadata import ConfigFiles
+
+
+class BrokerAuth:
+    """Config, users and ACLs, the dispatcher's guard and the admin processor of one broker."""
+
+    def __init__(self, config: BrokerConfig, files: ConfigFiles) -> None:
+        """Raises ``ValueError`` for a malformed auth key."""
+        self.config: AuthConfig = auth_config_of(config)
+        self.files = files
+        self.metadata = AuthMetadata(persist=files.persist)
+        self.settings = AuthSettings.of(self.config, config.broker_cluster_name)
+        self.guard: Guard | None = build_guard(self.settings, self.metadata)
+        self.processor = AuthAdminProcessor(
+            self.metadata,
+            users_configured=self.settings.authentication_metadata_configured,
+            acls_configured=self.settings.authorization_metadata_configured,
+        )
+
+    def register(self, dispatcher: Dispatcher) -> None:
+        self.processor.register(dispatcher)
+
+    def load(self) -> None:
+        """Read the stored users and ACLs, then create the configured initial users if absent.
+        Raises :class:`StoreError` naming the file or key that is wrong (no secret in it)."""
+        try:
+            self.metadata.load(self.files.load(USERS_JSON), self.files.load(ACLS_JSON))
+        except (RocketMQError, ValueError, TypeError, AttributeError) as err:
+            raise StoreError(f"config/{USERS_JSON} or config/{ACLS_JSON} is malformed: {err}") from err
+        if not self.settings.authentication_metadata_configured:
+            return  # Java creates them through the metadata provider, which is then absent
+        try:
+            self.metadata.init_users(
+                self.config.init_authentication_user, self.config.inner_client_authentication_credentials
+            )
+        except ValueError as err:
+            raise StoreError(f"Init authentication user error: {err}") from err
