@@ -25,7 +25,7 @@ from typing import Any
 
 from broker.auth.bodies import acl_info_from_obj, acl_to_obj, encode, user_from_obj, user_to_obj
 from broker.auth.metadata import AuthError, AuthMetadata
-from broker.auth.models import PolicyType, Resource, UserType, subject_username
+from broker.auth.models import PolicyType, Resource, User, UserType, subject_username
 from broker.auth.signature import ACCESS_KEY
 from codec import fastjson
 from codec.codes import RequestCode, ResponseCode
@@ -92,18 +92,22 @@ class AuthAdminProcessor:
 
     # -- users -----------------------------------------------------------------------------------
 
-    def create_user(
-        self, _ctx: RequestContext, request: RemotingCommand, header: UserRequestHeader
-    ) -> RemotingCommand:
+    def _requested_user(self, request: RemotingCommand, header: UserRequestHeader, verb: str) -> User:
+        """The user a create or update request carries, named by its header; raises for a blank
+        name, or a super user asked for by a caller who is not one."""
         if not header.username:
-            return request.make_response(ResponseCode.INVALID_PARAMETER, BLANK_USERNAME)
+            raise RocketMQError(BLANK_USERNAME, response_code=ResponseCode.INVALID_PARAMETER)
         user = user_from_obj(self._body(request, "user"))
         user.username = header.username
         if user.user_type is UserType.SUPER and self._not_super_login(request):
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR, "The super user can only be create by super user"
-            )
+            raise RocketMQError(f"The super user can only be {verb} by super user")
         self._ready()
+        return user
+
+    def create_user(
+        self, _ctx: RequestContext, request: RemotingCommand, header: UserRequestHeader
+    ) -> RemotingCommand:
+        user = self._requested_user(request, header, "create")
         self.metadata.create_user(user)
         logger.info("user %s created (%s)", user.username, (user.user_type or UserType.NORMAL).value)
         return request.make_response(ResponseCode.SUCCESS)
@@ -111,16 +115,8 @@ class AuthAdminProcessor:
     def update_user(
         self, _ctx: RequestContext, request: RemotingCommand, header: UserRequestHeader
     ) -> RemotingCommand:
-        if not header.username:
-            return request.make_response(ResponseCode.INVALID_PARAMETER, BLANK_USERNAME)
-        user = user_from_obj(self._body(request, "user"))
-        user.username = header.username
-        if user.user_type is UserType.SUPER and self._not_super_login(request):
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR, "The super user can only be update by super user"
-            )
-        self._ready()
-        old = self.metadata.get_user(header.username)
+        user = self._requested_user(request, header, "update")
+        old = self.metadata.get_user(user.username)
         if old is None:
             raise AuthError("The user is not exist")
         if old.user_type is UserType.SUPER and self._not_super_login(request):
@@ -148,7 +144,7 @@ class AuthAdminProcessor:
         self, _ctx: RequestContext, request: RemotingCommand, header: UserRequestHeader
     ) -> RemotingCommand:
         if not header.username or not header.username.strip():
-            return request.make_response(ResponseCode.INVALID_PARAMETER, BLANK_USERNAME)
+            raise RocketMQError(BLANK_USERNAME, response_code=ResponseCode.INVALID_PARAMETER)
         self._ready()
         user = self.metadata.get_user(header.username)
         body = encode(user_to_obj(user)) if user is not None else b""
