@@ -27,6 +27,7 @@ from pathlib import Path
 
 import trio
 
+from bench.broker.frames import BODY_SIZE, CLIENT_IDS, send_header
 from broker.app import BrokerApp
 from broker.auth.bodies import acl_info_from_obj
 from broker.auth.config import LOCAL_AUTHN_METADATA, LOCAL_AUTHZ_METADATA
@@ -38,16 +39,12 @@ from broker.config import BrokerConfig
 from codec.codes import RequestCode
 from codec.command import RemotingCommand
 from codec.frame import FrameDecoder, encode_frame
-from codec.headers.send import SendMessageRequestHeaderV2
-from codec.message_id import UniqIdGenerator
 from codec.properties import encode_properties
 from gateway.transport.config import ServerConfig
 from gateway.transport.dispatch import ConnectionInfo, RequestContext
 
-BODY_SIZE = 1024  # bytes per message body, as bench.broker
 USER, SECRET = "bench-user", "bench-secret-0123456789"
 ROOT, ROOT_SECRET = "bench-root", "bench-root-secret"
-_ids = UniqIdGenerator(b"\x0a\x00\x00\x02")
 ACL = {
     "subject": f"User:{USER}",
     "policies": [
@@ -65,22 +62,9 @@ ACL = {
 
 def send_frame(i: int, signer: tuple[str, str] | None) -> bytes:
     props = encode_properties(
-        {"KEYS": f"key-{i}", "TAGS": "TagA", "WAIT": "true", "UNIQ_KEY": _ids.next_id()}
+        {"KEYS": f"key-{i}", "TAGS": "TagA", "WAIT": "true", "UNIQ_KEY": CLIENT_IDS.next_id()}
     )
-    header = SendMessageRequestHeaderV2(
-        producer_group="bench",
-        topic="BenchTopic",
-        default_topic="TBW102",
-        default_topic_queue_nums=4,
-        queue_id=i % 4,
-        sys_flag=0,
-        born_timestamp=int(time.time() * 1000),
-        flag=0,
-        properties=props,
-        reconsume_times=0,
-        unit_mode=False,
-        batch=False,
-    )
+    header = send_header(i, props, batch=False)
     request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header, body=b"x" * BODY_SIZE)
     if signer is not None:
         fields = dict(request.ext_fields or {})

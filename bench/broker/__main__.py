@@ -26,46 +26,25 @@ from pathlib import Path
 
 import trio
 
+from bench.broker.frames import BODY_SIZE, CLIENT_IDS, send_header
 from broker.app import BrokerApp
 from broker.config import BrokerConfig
 from codec.batch import BatchEntry, encode_batch
 from codec.codes import RequestCode
 from codec.command import RemotingCommand
 from codec.frame import FrameDecoder, encode_frame
-from codec.headers.send import SendMessageRequestHeaderV2
-from codec.message_id import UniqIdGenerator
 from codec.properties import encode_properties
 from gateway.transport.config import ServerConfig
 from gateway.transport.dispatch import ConnectionInfo, RequestContext
-
-BODY_SIZE = 1024  # bytes per message body, as the side-by-side cases
-_ids = UniqIdGenerator(b"\x0a\x00\x00\x02")  # the "client's" ids (MessageClientIDSetter)
-
-
-def _header(i: int, properties: str, *, batch: bool) -> SendMessageRequestHeaderV2:
-    return SendMessageRequestHeaderV2(
-        producer_group="bench",
-        topic="BenchTopic",
-        default_topic="TBW102",
-        default_topic_queue_nums=4,
-        queue_id=i % 4,
-        sys_flag=0,
-        born_timestamp=int(time.time() * 1000),
-        flag=0,
-        properties=properties,
-        reconsume_times=0,
-        unit_mode=False,
-        batch=batch,
-    )
 
 
 def send_frame(i: int) -> bytes:
     """One SEND_MESSAGE_V2 frame with keys and a tag."""
     props = encode_properties(
-        {"KEYS": f"key-{i}", "TAGS": "TagA", "WAIT": "true", "UNIQ_KEY": _ids.next_id()}
+        {"KEYS": f"key-{i}", "TAGS": "TagA", "WAIT": "true", "UNIQ_KEY": CLIENT_IDS.next_id()}
     )
     request = RemotingCommand.request(
-        RequestCode.SEND_MESSAGE_V2, _header(i, props, batch=False), body=b"x" * BODY_SIZE
+        RequestCode.SEND_MESSAGE_V2, send_header(i, props, batch=False), body=b"x" * BODY_SIZE
     )
     request.opaque = i
     return encode_frame(request)
@@ -74,12 +53,12 @@ def send_frame(i: int) -> bytes:
 def batch_frame(i: int, size: int) -> bytes:
     """One SEND_BATCH_MESSAGE frame of ``size`` messages."""
     entries = [
-        BatchEntry(0, b"x" * BODY_SIZE, encode_properties({"WAIT": "true", "UNIQ_KEY": _ids.next_id()}))
+        BatchEntry(0, b"x" * BODY_SIZE, encode_properties({"WAIT": "true", "UNIQ_KEY": CLIENT_IDS.next_id()}))
         for _ in range(size)
     ]
-    props = encode_properties({"WAIT": "true", "UNIQ_KEY": _ids.next_id()})
+    props = encode_properties({"WAIT": "true", "UNIQ_KEY": CLIENT_IDS.next_id()})
     request = RemotingCommand.request(
-        RequestCode.SEND_BATCH_MESSAGE, _header(i, props, batch=True), body=encode_batch(entries)
+        RequestCode.SEND_BATCH_MESSAGE, send_header(i, props, batch=True), body=encode_batch(entries)
     )
     request.opaque = i
     return encode_frame(request)
