@@ -1,0 +1,50 @@
+"""POP assembled for the broker: its processors registered and its revive loop.
+
+``register_pop`` is the one call :mod:`broker.app` makes while building the dispatcher; the
+returned :class:`PopService` has the Trio loop that steps the revive service every
+``reviveInterval`` (``PopReviveService.run``).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from broker.controller import BrokerController
+from broker.pop.processor import PopProcessor
+from broker.pop.records import PopConfig
+from broker.pop.revive import PopReviveService
+from codec.errors import RocketMQError
+from gateway.transport.dispatch import Dispatcher
+from store.errors import StoreError
+
+logger = logging.getLogger(__name__)
+
+
+class PopService:
+    def __init__(self, broker: BrokerController) -> None:
+        self.config = PopConfig.of(broker.config)
+        self.processor = PopProcessor(broker, self.config)
+        self.revive = PopReviveService(broker, self.config, self.processor.writer)
+        self.broker = broker
+
+    async def run(self) -> None:
+        """Revive rounds every ``reviveInterval`` ms until cancelled."""
+        self.revive.ensure_topic()
+        while True:
+            await trio.sleep(self.config.revive_interval_ms / 1000)
+            if self.broker.stopping:
+                return
+            try:
+                await self.revive.revive_round(self.broker.now_ms())
+            except (RocketMQError, StoreError) as err:
+                logger.error("POP revive round failed: %s", err)
+
+
+def register_pop(broker: BrokerController, dispatcher: Dispatcher) -> PopService:
+    """Register the POP request codes on ``dispatcher``; the service whose ``run`` revives."""
+    service = PopService(broker)
+    service.revive.ensure_topic()
+    service.processor.register(dispatcher)
+    return service

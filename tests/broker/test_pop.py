@@ -1,0 +1,217 @@
+"""POP over the wire against an in-process broker: pop, ack, change invisible time, revive, long
+polling, restarts, and the codes of bad requests (``PopMessageProcessor``, ``AckMessageProcessor``,
+``ChangeInvisibleTimeProcessor``, ``PopReviveService``)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import trio
+
+from codec.codes import RequestCode, ResponseCode
+from codec.command import RemotingCommand
+from codec.extra_info import (
+    build_extra_info,
+    parse_extra_info,
+    parse_msg_offset_info,
+    parse_start_offset_info,
+)
+from codec.headers.pop import (
+    AckMessageRequestHeader,
+    ChangeInvisibleTimeRequestHeader,
+    PopMessageRequestHeader,
+)
+from codec.message import MessageRecord, iter_records
+from codec.properties import POP_CK, decode_properties
+from gateway.transport.connection import Connection
+from tests.broker.helpers import running, send_request
+
+GROUP = "popg"
+FAST_REVIVE = {"reviveInterval": "100"}
+
+
+def pop_request(
+    topic: str, invisible_ms: int, poll_ms: int = 0, queue_id: int = -1, max_nums: int = 32, exp: str = "*"
+) -> RemotingCommand:
+    header = PopMessageRequestHeader(
+        consumer_group=GROUP,
+        topic=topic,
+        queue_id=queue_id,
+        max_msg_nums=max_nums,
+        invisible_time=invisible_ms,
+        poll_time=poll_ms,
+        born_time=int(time.time() * 1000),
+        init_mode=0,
+        exp_type="TAG",
+        exp=exp,
+        order=False,
+    )
+    return RemotingCommand.request(RequestCode.POP_MESSAGE, header)
+
+
+class Popped:
+    """A POP response as the Java client reads it: each message with its receipt handle."""
+
+    def __init__(self, resp: RemotingCommand, topic: str) -> None:
+        self.code = resp.code
+        self.ext = resp.ext_fields or {}
+        self.messages: list[tuple[MessageRecord, str]] = []
+        if resp.code != ResponseCode.SUCCESS:
+            return
+        starts = parse_start_offset_info(self.ext.get("startOffsetInfo")) or {}
+        for record in iter_records(resp.body):
+            props = decode_properties(record.properties)
+            handle = props.get(POP_CK)
+            if handle is None:
+                start = starts[f"0@{record.queue_id}"]
+                handle = build_extra_info(
+                    start,
+                    int(self.ext["popTime"]),
+                    int(self.ext["invisibleTime"]),
+                    int(self.ext["reviveQid"]),
+                    record.topic,
+                    "broker-a",
+                    record.queue_id,
+                    record.queue_offset,
+                )
+            self.messages.append((record, handle))
+
+    def bodies(self) -> list[bytes]:
+        return sorted(record.body for record, _ in self.messages)
+
+
+def ack_request(topic: str, handle: str) -> RemotingCommand:
+    info = parse_extra_info(handle)
+    assert info.queue_id is not None
+    assert info.queue_offset is not None
+    header = AckMessageRequestHeader(
+        GROUP, info.real_topic(topic, GROUP), info.queue_id, handle, info.queue_offset
+    )
+    return RemotingCommand.request(RequestCode.ACK_MESSAGE, header)
+
+
+async def send_all(conn: Connection, topic: str, bodies: list[bytes]) -> None:
+    for i, body in enumerate(bodies):
+        resp = await conn.invoke(send_request(topic, body, queue_id=i % 2), 5)
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+
+
+async def pop_until(conn: Connection, topic: str, invisible_ms: int, deadline_s: float) -> Popped:
+    with trio.fail_after(deadline_s):
+        while True:
+            popped = Popped(await conn.invoke(pop_request(topic, invisible_ms), 5), topic)
+            if popped.messages:
+                return popped
+            await trio.sleep(0.1)
+
+
+async def test_pop_ack_and_revive_of_what_was_not_acked(tmp_path: Path) -> None:
+    async with running(tmp_path, extra=dict(FAST_REVIVE)) as (_app, conn):
+        await send_all(conn, "PopT", [b"m0", b"m1", b"m2"])
+        first = Popped(await conn.invoke(pop_request("PopT", 2000), 5), "PopT")
+        assert first.code == ResponseCode.SUCCESS
+        assert first.bodies() == [b"m0", b"m1", b"m2"]
+        assert parse_msg_offset_info(first.ext["msgOffsetInfo"]) == {"0@0": [0, 1], "0@1": [0]}
+        popped_at = time.monotonic()
+        # Invisible: nothing more to pop now.
+        again = await conn.invoke(pop_request("PopT", 2000), 5)
+        assert again.code == ResponseCode.POLLING_TIMEOUT
+        for record, handle in first.messages:
+            if record.body != b"m1":
+                assert (await conn.invoke(ack_request("PopT", handle), 5)).code == ResponseCode.SUCCESS
+        back = await pop_until(conn, "PopT", 60_000, 8)
+        waited = time.monotonic() - popped_at
+        assert back.bodies() == [b"m1"]
+        assert waited >= 1.9, waited
+        ((record, handle),) = back.messages
+        assert record.topic == "PopT"
+        assert record.reconsume_times == 1
+        assert parse_extra_info(handle).retry_flag == "1"
+        assert (await conn.invoke(ack_request("PopT", handle), 5)).code == ResponseCode.SUCCESS
+        # Acked ones never come back (two more revive periods).
+        await trio.sleep(2.5)
+        late = await conn.invoke(pop_request("PopT", 2000), 5)
+        assert late.code == ResponseCode.POLLING_TIMEOUT
+
+
+async def test_change_invisible_time_gives_a_new_handle(tmp_path: Path) -> None:
+    async with running(tmp_path, extra=dict(FAST_REVIVE)) as (_app, conn):
+        await send_all(conn, "PopC", [b"c0"])
+        ((record, handle),) = Popped(await conn.invoke(pop_request("PopC", 2000), 5), "PopC").messages
+        info = parse_extra_info(handle)
+        header = ChangeInvisibleTimeRequestHeader(
+            GROUP, "PopC", record.queue_id, handle, record.queue_offset, 4000
+        )
+        resp = await conn.invoke(RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header), 5)
+        assert resp.code == ResponseCode.SUCCESS
+        ext = resp.ext_fields or {}
+        assert (ext["invisibleTime"], ext["reviveQid"]) == ("4000", str(info.revive_qid))
+        assert int(ext["popTime"]) >= info.pop_time
+        # Not back at the old invisible time, back after the new one.
+        await trio.sleep(3.5)
+        assert (await conn.invoke(pop_request("PopC", 60_000), 5)).code == ResponseCode.POLLING_TIMEOUT
+        back = await pop_until(conn, "PopC", 60_000, 5)
+        assert back.bodies() == [b"c0"]
+
+
+async def test_long_polling_pop_is_woken_by_an_arrival(tmp_path: Path) -> None:
+    async with running(tmp_path) as (_app, conn):
+        await send_all(conn, "PopL", [b"first"])
+        await pop_until(conn, "PopL", 60_000, 5)
+        result: list[RemotingCommand] = []
+
+        async def waiting_pop() -> None:
+            result.append(await conn.invoke(pop_request("PopL", 60_000, poll_ms=10_000), 15))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(waiting_pop)
+            await trio.sleep(0.5)
+            assert not result
+            started = time.monotonic()
+            await send_all(conn, "PopL", [b"second"])
+        assert time.monotonic() - started < 5
+        assert Popped(result[0], "PopL").bodies() == [b"second"]
+
+
+async def test_revive_survives_a_restart(tmp_path: Path) -> None:
+    async with running(tmp_path, extra=dict(FAST_REVIVE)) as (_app, conn):
+        await send_all(conn, "PopR", [b"r0", b"r1"])
+        first = Popped(await conn.invoke(pop_request("PopR", 3000), 5), "PopR")
+        assert first.bodies() == [b"r0", b"r1"]
+        acked = [h for r, h in first.messages if r.body == b"r0"]
+        assert (await conn.invoke(ack_request("PopR", acked[0]), 5)).code == ResponseCode.SUCCESS
+    async with running(tmp_path, extra=dict(FAST_REVIVE)) as (_app, conn):
+        back = await pop_until(conn, "PopR", 60_000, 10)
+        assert back.bodies() == [b"r1"]
+        await trio.sleep(1.5)
+        assert (await conn.invoke(pop_request("PopR", 60_000), 5)).code == ResponseCode.POLLING_TIMEOUT
+
+
+async def test_bad_requests_get_java_codes(tmp_path: Path) -> None:
+    async with running(tmp_path) as (_app, conn):
+        await send_all(conn, "PopB", [b"b0"])
+        assert (await conn.invoke(pop_request("NoSuchTopic", 1000), 5)).code == ResponseCode.TOPIC_NOT_EXIST
+        assert (
+            await conn.invoke(pop_request("PopB", 1000, max_nums=33), 5)
+        ).code == ResponseCode.INVALID_PARAMETER
+        assert (
+            await conn.invoke(pop_request("PopB", 1000, queue_id=99), 5)
+        ).code == ResponseCode.INVALID_PARAMETER
+
+        def ack(queue_id: int, offset: int, extra: str) -> RemotingCommand:
+            header = AckMessageRequestHeader(GROUP, "PopB", queue_id, extra, offset)
+            return RemotingCommand.request(RequestCode.ACK_MESSAGE, header)
+
+        assert (await conn.invoke(ack(0, 0, "garbage"), 5)).code == ResponseCode.SYSTEM_ERROR
+        assert (await conn.invoke(ack(0, 0, "1 2 x 4 0 b 0 0"), 5)).code == ResponseCode.SYSTEM_ERROR
+        assert (await conn.invoke(ack(0, 5, "0 1 2 3 0 b 0 5"), 5)).code == ResponseCode.NO_MESSAGE
+        assert (await conn.invoke(ack(77, 0, "0 1 2 3 0 b 0 0"), 5)).code == ResponseCode.MESSAGE_ILLEGAL
+        # A foreign but well-formed handle is accepted and ignored, as on the Java broker.
+        assert (await conn.invoke(ack(0, 0, "0 1 2 3 0 other 0 0"), 5)).code == ResponseCode.SUCCESS
+        empty = RemotingCommand.request(RequestCode.BATCH_ACK_MESSAGE, {}, body=b'{"acks":[]}')
+        assert (await conn.invoke(empty, 5)).code == ResponseCode.NO_MESSAGE
+        junk = RemotingCommand.request(RequestCode.BATCH_ACK_MESSAGE, {}, body=b"{not json")
+        assert (await conn.invoke(junk, 5)).code == ResponseCode.SYSTEM_ERROR
+        # The broker still serves.
+        assert Popped(await conn.invoke(pop_request("PopB", 1000), 5), "PopB").bodies() == [b"b0"]
