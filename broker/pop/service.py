@@ -12,6 +12,7 @@ import logging
 import trio
 
 from broker.controller import BrokerController
+from broker.pop.assignment import QueryAssignmentProcessor
 from broker.pop.processor import PopProcessor
 from broker.pop.records import PopConfig
 from broker.pop.revive import PopReviveService
@@ -27,6 +28,7 @@ class PopService:
         self.config = PopConfig.of(broker.config)
         self.processor = PopProcessor(broker, self.config)
         self.revive = PopReviveService(broker, self.config, self.processor.writer)
+        self.assignment = QueryAssignmentProcessor(broker, self.config)
         self.broker = broker
 
     async def run(self) -> None:
@@ -47,4 +49,5 @@ def register_pop(broker: BrokerController, dispatcher: Dispatcher) -> PopService
     service = PopService(broker)
     service.revive.ensure_topic()
     service.processor.register(dispatcher)
+    service.assignment.register(dispatcher)
     return service

@@ -9,6 +9,13 @@ from pathlib import Path
 
 import trio
 
+from broker.pop.assignment import allocate_averagely, allocate_by_circle, allocate_for_pop
+from codec.bodies.lock import MessageQueue
+from codec.bodies.pop import (
+    QueryAssignmentRequestBody,
+    QueryAssignmentResponseBody,
+    SetMessageRequestModeRequestBody,
+)
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.extra_info import (
@@ -215,3 +222,52 @@ async def test_bad_requests_get_java_codes(tmp_path: Path) -> None:
         assert (await conn.invoke(junk, 5)).code == ResponseCode.SYSTEM_ERROR
         # The broker still serves.
         assert Popped(await conn.invoke(pop_request("PopB", 1000), 5), "PopB").bodies() == [b"b0"]
+
+
+def test_allocation_strategies_as_java_allocates() -> None:
+    queues = [MessageQueue("T", "b", q) for q in range(5)]
+    clients = ["c0", "c1"]
+    assert [q.queue_id for q in allocate_averagely("c0", queues, clients)] == [0, 1, 2]
+    assert [q.queue_id for q in allocate_averagely("c1", queues, clients)] == [3, 4]
+    assert [q.queue_id for q in allocate_by_circle("c1", queues, clients)] == [1, 3]
+    assert allocate_averagely("nobody", queues, clients) == []
+    every = allocate_for_pop(allocate_averagely, "c0", queues, clients, -1)
+    assert {q.queue_id for q in every} == {-1}
+    three = ["c0", "c1", "c2"]
+    shared = allocate_for_pop(allocate_averagely, "c0", queues, three, 1)
+    assert [q.queue_id for q in shared] == [0, 1, 2, 3]
+
+
+async def test_message_request_modes_persist_and_shape_assignments(tmp_path: Path) -> None:
+    mode = SetMessageRequestModeRequestBody(
+        topic="PopM", consumer_group=GROUP, mode="POP", pop_share_queue_num=0
+    )
+    async with running(tmp_path) as (_app, conn):
+        await send_all(conn, "PopM", [b"x"])
+        retry = SetMessageRequestModeRequestBody(topic="%RETRY%g", consumer_group=GROUP, mode="POP")
+        for body, code in (
+            (retry, ResponseCode.NO_PERMISSION),
+            (
+                SetMessageRequestModeRequestBody(topic="Nope", consumer_group=GROUP),
+                ResponseCode.TOPIC_NOT_EXIST,
+            ),
+            (mode, ResponseCode.SUCCESS),
+        ):
+            request = RemotingCommand.request(RequestCode.SET_MESSAGE_REQUEST_MODE, {}, body=body.encode())
+            assert (await conn.invoke(request, 5)).code == code
+        query = QueryAssignmentRequestBody(
+            topic="PopM",
+            consumer_group=GROUP,
+            client_id="c1",
+            strategy_name="AVG",
+            message_model="CLUSTERING",
+        )
+        resp = await conn.invoke(
+            RemotingCommand.request(RequestCode.QUERY_ASSIGNMENT, {}, body=query.encode()), 5
+        )
+        # No heartbeat from the group: Java answers no assignment (null), not an empty set.
+        assert resp.code == ResponseCode.SUCCESS
+        assert QueryAssignmentResponseBody.decode(resp.body).message_queue_assignments is None
+    async with running(tmp_path) as (_app, conn):
+        resp = await conn.invoke(RemotingCommand.request(RequestCode.GET_ALL_MESSAGE_REQUEST_MODE, {}), 5)
+        assert resp.body == b'{"messageRequestModeMap":{"PopM":{"popg":' + mode.encode() + b"}}}"
