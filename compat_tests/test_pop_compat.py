@@ -13,11 +13,23 @@ the 5.3.3 client line pops.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from compat_tests.pop_raw import (
+    BATCH_ACK_MESSAGE,
+    POLLING_INFO,
+    SET_MESSAGE_REQUEST_MODE,
+    RawSession,
+    ack,
+    broker_of,
+    change_invisible,
+    pop,
+    popped,
+)
 from compat_tests.reference import run_mqadmin
 from compat_tests.scenario import ArgValue, Event, of, run_program, run_scenario
 from compat_tests.targets import Target, start_target
@@ -29,6 +41,9 @@ LINE = "5.3.3"
 STEP_S = 90.0
 MAIN_CLASS = "rmqcompat.PopScenario"
 FIRST_POP_DELAY_MS = 10_000  # DefaultMQPushConsumer popDelayLevel[0]
+# ResponseCode
+SUCCESS, SYSTEM_ERROR, MESSAGE_ILLEGAL, NO_PERMISSION, TOPIC_NOT_EXIST = 0, 1, 13, 16, 17
+INVALID_PARAMETER, NO_MESSAGE, POLLING_TIMEOUT = 29, 208, 210
 
 
 @pytest.fixture(scope="module", params=TARGETS)
@@ -96,3 +111,86 @@ def test_pop_push_consumer_gets_everything_and_retries_through_the_retry_topic(
         assert deliveries[0]["body"] == deliveries[1]["body"]
     [done] = of(events, "done")
     assert (done["acked"], done["received"]) == (6, 12)
+
+
+def test_two_pop_consumers_of_one_group_never_share_a_message_while_it_is_invisible(
+    target: Target, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Two consumers of one group pop the same queues (queue -1): each of 40 messages is delivered
+    exactly once within its 60 s invisible time."""
+    home = tmp_path_factory.mktemp(f"pop-share-{target.name}")
+    topic, group = "PopShareT", "popShareG"
+    sent = produce(target, home, topic, 40)
+    set_pop_mode(target, home, topic, group)
+    events = pop_consume(target, home, topic=topic, group=group, expect=40, consumers=2, settle_ms=3000)
+    received = of(events, "received")
+    assert sorted(e["msgId"] for e in received) == sorted(s["msgId"] for s in sent)
+
+
+def test_raw_pop_frames_answer_code_for_code(
+    target: Target, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Requests the Java client does not send in this order, as raw frames: a double ack, a change
+    of invisible time after the ack and an ack of an expired handle all succeed (the broker keeps
+    no record of handles); out-of-range offsets, garbage handles and bad parameters get Java's codes."""
+    home = tmp_path_factory.mktemp(f"pop-raw-{target.name}")
+    topic, group = "RawPopT", "rawPopG"
+    out = run_mqadmin(
+        target.namesrv_addr,
+        "updateTopic",
+        "-c",
+        "DefaultCluster",
+        "-t",
+        topic,
+        "-r",
+        "1",
+        "-w",
+        "1",
+        home=home,
+    )
+    assert "success" in out, out
+    produce(target, home, topic, 2)
+    with RawSession(broker_of(target.namesrv_addr, topic)) as s:
+        resp = pop(s, topic, group, -1, 3000)
+        assert resp["code"] == SUCCESS, resp["remark"]
+        first, second = popped(resp)
+        assert [first["queue_offset"], second["queue_offset"]] == [0, 1]
+        popped_at = time.monotonic()
+        assert ack(s, topic, group, 0, 0, first["handle"])["code"] == SUCCESS
+        assert ack(s, topic, group, 0, 0, first["handle"])["code"] == SUCCESS  # double ack
+        changed = change_invisible(s, topic, group, 0, 0, first["handle"], 60_000)  # after the ack
+        assert changed["code"] == SUCCESS
+        assert changed["ext_fields"]["invisibleTime"] == "60000"
+        assert pop(s, topic, group, -1, 3000)["code"] == POLLING_TIMEOUT  # both invisible
+        time.sleep(max(0.0, 3.5 - (time.monotonic() - popped_at)))
+        assert ack(s, topic, group, 0, 1, second["handle"])["code"] == SUCCESS  # expired handle
+        codes = {
+            "ack past max": ack(s, topic, group, 0, 7, first["handle"])["code"],
+            "ack garbage handle": ack(s, topic, group, 0, 0, "garbage")["code"],
+            "ack bad number in handle": ack(s, topic, group, 0, 0, "0 x 3000 0 0 broker-a 0 0")["code"],
+            "ack queue 99": ack(s, topic, group, 99, 0, first["handle"])["code"],
+            "ack unknown topic": ack(s, "NoSuchPopTopic", group, 0, 0, first["handle"])["code"],
+            "change at max": change_invisible(s, topic, group, 0, 2, first["handle"], 1000)["code"],
+            "pop 33": pop(s, topic, group, -1, 3000, maxMsgNums="33")["code"],
+            "pop queue 9": pop(s, topic, group, 9, 3000)["code"],
+            "pop unknown topic": pop(s, "NoSuchPopTopic", group, -1, 3000)["code"],
+            "empty batch ack": s.call(BATCH_ACK_MESSAGE, {}, b'{"acks":[]}')["code"],
+            "mode on retry topic": s.call(
+                SET_MESSAGE_REQUEST_MODE, {}, b'{"consumerGroup":"g","mode":"POP","topic":"%RETRY%g"}'
+            )["code"],
+        }
+        assert codes == {
+            "ack past max": NO_MESSAGE,
+            "ack garbage handle": SYSTEM_ERROR,
+            "ack bad number in handle": SYSTEM_ERROR,
+            "ack queue 99": MESSAGE_ILLEGAL,
+            "ack unknown topic": TOPIC_NOT_EXIST,
+            "change at max": NO_MESSAGE,
+            "pop 33": INVALID_PARAMETER,
+            "pop queue 9": INVALID_PARAMETER,
+            "pop unknown topic": TOPIC_NOT_EXIST,
+            "empty batch ack": NO_MESSAGE,
+            "mode on retry topic": NO_PERMISSION,
+        }
+        info = s.call(POLLING_INFO, {"consumerGroup": group, "topic": topic, "queueId": "0"})
+        assert (info["code"], info["ext_fields"]["pollingNum"]) == (SUCCESS, "0")
