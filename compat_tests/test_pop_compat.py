@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -194,3 +195,61 @@ def test_raw_pop_frames_answer_code_for_code(
         }
         info = s.call(POLLING_INFO, {"consumerGroup": group, "topic": topic, "queueId": "0"})
         assert (info["code"], info["ext_fields"]["pollingNum"]) == (SUCCESS, "0")
+
+
+def broker_after_restart(target: Target, topic: str) -> str:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return broker_of(target.namesrv_addr, topic)
+        except (OSError, AssertionError, KeyError, IndexError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def test_kill_between_pop_and_ack_revives_only_what_was_not_acked(
+    target: Target, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Two messages popped with a 15 s invisible time, one acked; the broker is killed (-9) once the
+    pop's offset commit has been persisted (flushConsumerOffsetInterval, 5 s). After the restart the
+    unacknowledged message comes back from the retry topic, no earlier than its invisible time, with
+    reconsumeTimes 1; the acknowledged one never does."""
+    home = tmp_path_factory.mktemp(f"pop-kill-{target.name}")
+    topic, group = "KillPopT", "killPopG"
+    out = run_mqadmin(
+        target.namesrv_addr,
+        "updateTopic",
+        "-c",
+        "DefaultCluster",
+        "-t",
+        topic,
+        "-r",
+        "1",
+        "-w",
+        "1",
+        home=home,
+    )
+    assert "success" in out, out
+    produce(target, home, topic, 2)
+    with RawSession(broker_of(target.namesrv_addr, topic)) as s:
+        first, second = popped(pop(s, topic, group, -1, 15_000))
+        popped_at = time.monotonic()
+        assert ack(s, topic, group, 0, first["queue_offset"], first["handle"])["code"] == SUCCESS
+    time.sleep(6.5)
+    target.restart_broker(kill=True)
+    back: list[dict[str, Any]] = []
+    with RawSession(broker_after_restart(target, topic)) as s:
+        deadline = time.monotonic() + 60
+        while not back and time.monotonic() < deadline:
+            resp = pop(s, topic, group, -1, 60_000)
+            back = popped(resp) if resp["code"] == SUCCESS else []
+            if not back:
+                time.sleep(0.5)
+        returned_after = time.monotonic() - popped_at
+        assert [m["properties_map"]["UNIQ_KEY"] for m in back] == [second["properties_map"]["UNIQ_KEY"]]
+        assert back[0]["body_sha256"] == second["body_sha256"]
+        assert back[0]["reconsume_times"] == 1
+        assert returned_after >= 15 - 1
+        time.sleep(3)
+        assert pop(s, topic, group, -1, 60_000)["code"] == POLLING_TIMEOUT

@@ -105,6 +105,7 @@ class PopReviveService:
             elif tag == ACK_TAG:
                 ack = AckMsg.decode(record.body)
                 self._mark(
+                    self.broker.config.broker_name,
                     rq,
                     ack.topic,
                     ack.group,
@@ -117,6 +118,7 @@ class PopReviveService:
             elif tag == BATCH_ACK_TAG:
                 back = BatchAckMsg.decode(record.body)
                 self._mark(
+                    self.broker.config.broker_name,
                     rq,
                     back.topic,
                     back.group,
@@ -131,6 +133,7 @@ class PopReviveService:
 
     @staticmethod
     def _mark(
+        own_broker: str,
         rq: ReviveQueue,
         topic: str,
         group: str,
@@ -140,7 +143,7 @@ class PopReviveService:
         broker: str | None,
         offsets: list[int],
     ) -> None:
-        ck = rq.pending.get(ck_key(topic, group, queue_id, start, pop_time, broker))
+        ck = rq.pending.get(ck_key(topic, group, queue_id, start, pop_time, broker or own_broker))
         if ck is None:
             return
         for offset in offsets:
