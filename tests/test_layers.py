@@ -50,6 +50,7 @@ MAY_WAIT = frozenset(
         "broker.pop.long_polling",  # a POP that found nothing waits for an arrival or its poll time
         "broker.pop.processor",  # the POP handlers that wait (long polling, record puts)
         "broker.pop.service",  # the revive loop
+        "broker.pop.notification",  # NOTIFICATION waits like a POP for an arrival or its poll time
         "namesrv.app",  # the NameServer's Trio wiring
     }
 )

@@ -13,6 +13,7 @@ import trio
 
 from broker.controller import BrokerController
 from broker.pop.assignment import QueryAssignmentProcessor
+from broker.pop.notification import NotificationProcessor
 from broker.pop.processor import PopProcessor
 from broker.pop.records import PopConfig
 from broker.pop.revive import PopReviveService
@@ -29,6 +30,8 @@ class PopService:
         self.processor = PopProcessor(broker, self.config)
         self.revive = PopReviveService(broker, self.config, self.processor.writer)
         self.assignment = QueryAssignmentProcessor(broker, self.config)
+        processor = self.processor
+        self.notification = NotificationProcessor(broker, self.config, processor.state, processor.polling)
         self.broker = broker
 
     async def run(self) -> None:
@@ -50,4 +53,5 @@ def register_pop(broker: BrokerController, dispatcher: Dispatcher) -> PopService
     service.revive.ensure_topic()
     service.processor.register(dispatcher)
     service.assignment.register(dispatcher)
+    service.notification.register(dispatcher)
     return service

@@ -5,9 +5,10 @@ Mirrors ``PopMessageRequestHeader``, ``PopMessageResponseHeader``, ``AckMessageR
 ``NotificationRequestHeader``, ``NotificationResponseHeader``, ``PollingInfoRequestHeader`` and
 ``PollingInfoResponseHeader`` of ``org.apache.rocketmq.remoting.protocol.header``.
 
-``bornTime`` of POP_MESSAGE is declared optional here although Java marks it ``@CFNotNull``:
-``PopMessageProcessor.processRequest`` puts the broker's clock into the ext fields when the key is
-absent or ``"0"`` *before* decoding, so a request without it is never refused.
+``bornTime`` of POP_MESSAGE and NOTIFICATION is declared optional here although Java marks it
+``@CFNotNull``: ``PopMessageProcessor`` and ``NotificationProcessor`` put the broker's clock into
+the ext fields when the key is absent or ``"0"`` *before* decoding, so a request without it is
+never refused.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ class NotificationRequestHeader(CustomHeader):
     topic: str = wire("topic")
     queue_id: int = wire("queueId", int32=True)
     poll_time: int = wire("pollTime")
-    born_time: int = wire("bornTime")
+    born_time: int | None = wire("bornTime", required=False)  # absent or 0: now, as for POP
     order: bool | None = wire("order", required=False)
     attempt_id: str | None = wire("attemptId", required=False)
     broker_name: str | None = wire("bname", required=False)

@@ -27,6 +27,8 @@ from codec.extra_info import (
 from codec.headers.pop import (
     AckMessageRequestHeader,
     ChangeInvisibleTimeRequestHeader,
+    NotificationRequestHeader,
+    PollingInfoRequestHeader,
     PopMessageRequestHeader,
 )
 from codec.message import MessageRecord, iter_records
@@ -271,3 +273,40 @@ async def test_message_request_modes_persist_and_shape_assignments(tmp_path: Pat
     async with running(tmp_path) as (_app, conn):
         resp = await conn.invoke(RemotingCommand.request(RequestCode.GET_ALL_MESSAGE_REQUEST_MODE, {}), 5)
         assert resp.body == b'{"messageRequestModeMap":{"PopM":{"popg":' + mode.encode() + b"}}}"
+
+
+def notification_request(topic: str, poll_ms: int, queue_id: int = -1) -> RemotingCommand:
+    header = NotificationRequestHeader(
+        consumer_group=GROUP, topic=topic, queue_id=queue_id, poll_time=poll_ms, born_time=0, order=False
+    )
+    return RemotingCommand.request(RequestCode.NOTIFICATION, header)
+
+
+async def test_notification_says_whether_there_is_something_to_pop(tmp_path: Path) -> None:
+    async with running(tmp_path) as (_app, conn):
+        await send_all(conn, "PopN", [b"n0"])
+        resp = await conn.invoke(notification_request("PopN", 0), 5)
+        assert (resp.code, (resp.ext_fields or {})["hasMsg"]) == (ResponseCode.SUCCESS, "true")
+        await pop_until(conn, "PopN", 60_000, 5)
+        resp = await conn.invoke(notification_request("PopN", 0), 5)
+        assert (resp.ext_fields or {})["hasMsg"] == "false"
+        answers: list[RemotingCommand] = []
+
+        async def waiting() -> None:
+            answers.append(await conn.invoke(notification_request("PopN", 10_000), 15))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(waiting)
+            await trio.sleep(0.5)
+            info = await conn.invoke(
+                RemotingCommand.request(
+                    RequestCode.POLLING_INFO, PollingInfoRequestHeader(GROUP, "PopN", -1)
+                ),
+                5,
+            )
+            assert (info.ext_fields or {})["pollingNum"] == "1"
+            assert not answers
+            await send_all(conn, "PopN", [b"n1"])
+        assert (answers[0].ext_fields or {})["hasMsg"] == "true"
+        missing = await conn.invoke(notification_request("NoSuchTopic", 0), 5)
+        assert missing.code == ResponseCode.TOPIC_NOT_EXIST
