@@ -31,6 +31,13 @@ class PopPolling:
         self.total_limit = total
         self.counts: dict[str, int] = {}
         self.total = 0
+        self._waiters: dict[str, set[trio.Event]] = {}
+
+    def wake(self, topic: str, group: str, queue_id: int) -> None:
+        """Wake the requests waiting on a queue and on the whole topic (an orderly queue unblocked)."""
+        for key in (polling_key(topic, group, queue_id), polling_key(topic, group, -1)):
+            for event in self._waiters.get(key, ()):
+                event.set()
 
     def polling_num(self, topic: str, group: str, queue_id: int) -> int:
         return self.counts.get(polling_key(topic, group, queue_id), 0)
@@ -58,6 +65,8 @@ class PopPolling:
         parked: list[tuple[str, int, HeldPull]] = []
         self.counts[key] = self.counts.get(key, 0) + 1
         self.total += 1
+        waiters = self._waiters.setdefault(key, set())
+        waiters.add(arrived)
         try:
             for q_topic, q_id in queues:
                 offset = store.get_max_offset_in_queue(q_topic, q_id) - 1
@@ -68,6 +77,9 @@ class PopPolling:
             for q_topic, q_id, held in parked:
                 hold.release(q_topic, q_id, held)
             self.total -= 1
+            waiters.discard(arrived)
+            if not waiters:
+                self._waiters.pop(key, None)
             left = self.counts[key] - 1
             if left:
                 self.counts[key] = left

@@ -10,9 +10,13 @@ to the revive topic *before* the messages leave, and move the consumer offset pa
 ``PopBufferMergeService`` does for each stored checkpoint). Retry-topic records are re-encoded
 under the normal topic with their ``POP_CK`` property; normal records go out as stored.
 
+Orderly pops (``order=true``, revive queue 999) never read the retry topic and write no
+checkpoint: a queue whose last batch is not acked and still invisible is skipped
+(:mod:`broker.pop.order_info`), a read batch is remembered there and the consumer offset stays at
+the batch's start until acks move it.
+
 Nothing found: with ``pollTime > 0`` the request waits (:mod:`broker.pop.long_polling`) and is run
-once more, else ``POLLING_TIMEOUT``. Orderly pops (``order=true``) are answered ``SYSTEM_ERROR``:
-``ConsumerOrderInfoManager`` is not implemented yet.
+once more, else ``POLLING_TIMEOUT``.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import logging
 from dataclasses import dataclass, field
 
 from broker.controller import BrokerController
+from broker.pop.order_info import ConsumerOrderInfoManager
 from broker.pop.records import MAX_BATCH_NUMS, PopConfig
 from broker.pop.state import PopState
 from broker.pop.writer import RecordWriter
@@ -68,6 +73,7 @@ class PopBatch:
     buffers: list[bytes] = field(default_factory=list)
     start_entries: list[str] = field(default_factory=list)
     msg_entries: list[str] = field(default_factory=list)
+    order_entries: list[str] = field(default_factory=list)
     rest_num: int = 0
 
 
@@ -122,10 +128,6 @@ def check_pop(broker: BrokerController, header: PopMessageRequestHeader, now_ms:
             f"subscription group no permission, {header.consumer_group}",
             response_code=ResponseCode.NO_PERMISSION,
         )
-    if header.is_order():
-        raise RocketMQError(
-            "orderly POP is not implemented by this broker", response_code=ResponseCode.SYSTEM_ERROR
-        )
     expression_type = header.exp_type or EXPRESSION_TAG
     if expression_type != EXPRESSION_TAG:
         raise RocketMQError(
@@ -140,31 +142,38 @@ class PopReader:
     """One POP request's reading (``popMsgFromTopic``/``popMsgFromQueue``); see the module docstring."""
 
     def __init__(
-        self, broker: BrokerController, state: PopState, pop: PopConfig, writer: RecordWriter
+        self,
+        broker: BrokerController,
+        state: PopState,
+        pop: PopConfig,
+        writer: RecordWriter,
+        orders: ConsumerOrderInfoManager,
     ) -> None:
         self.broker = broker
         self.state = state
         self.pop = pop
         self.writer = writer
+        self.orders = orders
 
     async def read(
         self, header: PopMessageRequestHeader, message_filter: MessageFilter | None, now_ms: int
     ) -> PopBatch:
         state, pop = self.state, self.pop
         random_q = state.random_percent()
-        batch = PopBatch(pop_time=now_ms, revive_qid=state.next_revive_qid(False))
+        order = header.is_order()
+        batch = PopBatch(pop_time=now_ms, revive_qid=state.next_revive_qid(order))
         need_retry = random_q < pop.pop_from_retry_probability
         v1 = pop.enable_retry_topic_v2 and pop.retrieve_message_from_pop_retry_topic_v1 and random_q % 2 == 0
         retry_topic = build_pop_retry_topic(
             header.topic, header.consumer_group, pop.enable_retry_topic_v2 and not v1
         )
-        if need_retry:
+        if need_retry and not order:
             await self._read_topic(retry_topic, True, header, message_filter, batch, random_q)
         if header.queue_id < 0:
             await self._read_topic(header.topic, False, header, message_filter, batch, random_q)
         else:
             await self._read_queue(header.topic, False, header.queue_id, header, message_filter, batch)
-        if not need_retry and len(batch.buffers) < header.max_msg_nums:
+        if not need_retry and not order and len(batch.buffers) < header.max_msg_nums:
             await self._read_topic(retry_topic, True, header, message_filter, batch, random_q)
         return batch
 
@@ -215,12 +224,18 @@ class PopReader:
         broker, state, group = self.broker, self.state, header.consumer_group
         store = broker.store
         lock_key = polling_key(topic, group, queue_id)
+        order = header.is_order()
         if not state.try_lock(lock_key):
-            offset = self.pop_offset(topic, group, queue_id, header.init_mode, lock_key)
-            batch.rest_num += store.get_max_offset_in_queue(topic, queue_id) - offset
+            if not order:
+                offset = self.pop_offset(topic, group, queue_id, header.init_mode, lock_key)
+                batch.rest_num += store.get_max_offset_in_queue(topic, queue_id) - offset
             return
         try:
             offset = self.pop_offset(topic, group, queue_id, header.init_mode, lock_key)
+            if order:
+                if self.orders.check_block(header.attempt_id, topic, group, queue_id, header.invisible_time):
+                    return
+                state.add_in_flight(topic, group, queue_id, -state.in_flight(topic, group, queue_id))
             wanted = header.max_msg_nums - len(batch.buffers)
             if wanted <= 0 or (
                 self.pop.enable_pop_message_threshold
@@ -233,7 +248,23 @@ class PopReader:
                 broker.offsets.commit(group, topic, queue_id, result.next_begin_offset)
                 offset = result.next_begin_offset
                 result = store.get_message(topic, queue_id, offset, wanted, MAX_POP_BYTES, message_filter)
-            if result.buffers:
+            if result.buffers and order:
+                batch.order_entries.extend(
+                    self.orders.update(
+                        header.attempt_id,
+                        topic,
+                        group,
+                        queue_id,
+                        batch.pop_time,
+                        header.invisible_time,
+                        result.queue_offsets,
+                    )
+                )
+                broker.offsets.commit(group, topic, queue_id, offset)
+                state.add_in_flight(topic, group, queue_id, len(result.buffers))
+                batch.start_entries.append(start_offset_entry(topic, queue_id, offset))
+                batch.msg_entries.append(msg_offset_entry(topic, queue_id, result.queue_offsets))
+            elif result.buffers:
                 ck = PopCheckPoint(
                     start_offset=offset,
                     pop_time=batch.pop_time,
@@ -255,7 +286,8 @@ class PopReader:
                 batch.msg_entries.append(msg_offset_entry(topic, queue_id, result.queue_offsets))
             elif result.status in _SKIPPED_STATUSES and result.next_begin_offset > -1:
                 broker.offsets.commit(group, topic, queue_id, result.next_begin_offset)
-                state.set_latest_offset(lock_key, result.next_begin_offset)
+                if not order:
+                    state.set_latest_offset(lock_key, result.next_begin_offset)
             batch.rest_num += result.max_offset - result.next_begin_offset
             for data in result.buffers:
                 batch.buffers.append(self._retry_as_normal(data, header, batch, offset) if is_retry else data)

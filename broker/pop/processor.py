@@ -15,15 +15,24 @@ from __future__ import annotations
 
 from broker.controller import BrokerController
 from broker.pop.long_polling import POLLING_FULL, PopPolling
+from broker.pop.order_info import CONSUMER_ORDER_INFO_JSON, ConsumerOrderInfoManager
+from broker.pop.orderly import ack_orderly, change_orderly
 from broker.pop.pop_message import PopReader, check_pop, pop_response_fields
 from broker.pop.records import PopConfig
 from broker.pop.state import PopState
 from broker.pop.writer import RecordWriter
-from codec.bodies.pop import AckMsg, BatchAckMessageRequestBody, BatchAckMsg, PopCheckPoint
+from codec.bodies.pop import AckMsg, BatchAck, BatchAckMessageRequestBody, BatchAckMsg, PopCheckPoint
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.errors import RocketMQError
-from codec.extra_info import build_pop_retry_topic, parse_extra_info, real_topic
+from codec.extra_info import (
+    POP_ORDER_REVIVE_QUEUE,
+    ExtraInfo,
+    build_pop_retry_topic,
+    join_entries,
+    parse_extra_info,
+    real_topic,
+)
 from codec.headers.base import EmptyHeader
 from codec.headers.pop import (
     AckMessageRequestHeader,
@@ -43,7 +52,10 @@ class PopProcessor:
         self.pop = pop
         self.state = state or PopState(pop.revive_queue_num)
         self.writer = RecordWriter(broker)
-        self.reader = PopReader(broker, self.state, pop, self.writer)
+        self.orders = ConsumerOrderInfoManager(
+            broker.now_ms, lambda: broker.store.config_files.load(CONSUMER_ORDER_INFO_JSON)
+        )
+        self.reader = PopReader(broker, self.state, pop, self.writer, self.orders)
         self.polling = PopPolling(broker, pop.pop_polling_size, pop.max_pop_polling_size)
 
     def register(self, dispatcher: Dispatcher) -> None:
@@ -78,7 +90,7 @@ class PopProcessor:
                     header.queue_id,
                     self._queues_of(header),
                     message_filter,
-                    header.born_time + header.poll_time,
+                    self._deadline(header, now),
                 )
                 if outcome == POLLING_FULL:
                     code = ResponseCode.POLLING_FULL
@@ -94,9 +106,25 @@ class PopProcessor:
             rest_num=batch.rest_num,
             start_offset_info=start,
             msg_offset_info=msgs,
+            order_count_info=join_entries(batch.order_entries) if header.is_order() else None,
         )
         remark = "FOUND" if batch.buffers else "NO_MESSAGE_IN_QUEUE"
         return request.make_response(code, remark, header=response_header, body=b"".join(batch.buffers))
+
+    def _deadline(self, header: PopMessageRequestHeader, now: int) -> int:
+        """The poll time's end; for an orderly pop no later than a blocked queue frees up
+        (``ConsumerOrderInfoLockManager`` wakes the request then)."""
+        deadline = (header.born_time or now) + header.poll_time
+        if header.is_order():
+            topic = self.broker.topics.select(header.topic)
+            queue_ids = (
+                [header.queue_id] if header.queue_id >= 0 else range(topic.read_queue_nums if topic else 0)
+            )
+            for queue_id in queue_ids:
+                free_at = self.orders.unblock_time(header.topic, header.consumer_group, queue_id)
+                if free_at > now:
+                    deadline = min(deadline, free_at + 1)
+        return deadline
 
     def _queues_of(self, header: PopMessageRequestHeader) -> list[tuple[str, int]]:
         topics = self.broker.topics
@@ -145,9 +173,18 @@ class PopProcessor:
         self._check_queue_offset(header.topic, header.queue_id, header.offset, inclusive_max=True)
         info = parse_extra_info(header.extra_info)
         if info.is_order():
-            raise RocketMQError(
-                "orderly POP is not implemented by this broker", response_code=ResponseCode.SYSTEM_ERROR
+            ack_orderly(
+                self.broker,
+                self.orders,
+                self.polling.wake,
+                header.topic,
+                header.consumer_group,
+                header.queue_id,
+                header.offset,
+                info,
             )
+            self.state.add_in_flight(header.topic, header.consumer_group, header.queue_id, -1)
+            return request.make_response(ResponseCode.SUCCESS)
         ack = AckMsg(
             ack_offset=header.offset,
             start_offset=info.ck_queue_offset,
@@ -168,12 +205,9 @@ class PopProcessor:
         if body is None or not body.acks:
             return request.make_response(ResponseCode.NO_MESSAGE)
         store = self.broker.store
+        code: int = ResponseCode.SUCCESS
         for entry in body.acks:
             topic = real_topic(entry.topic, entry.group, entry.retry)
-            if entry.revive_queue_id == 999:
-                raise RocketMQError(
-                    "orderly POP is not implemented by this broker", response_code=ResponseCode.SYSTEM_ERROR
-                )
             if self.broker.topics.select(topic) is None:
                 continue
             low = store.get_min_offset_in_queue(topic, entry.queue_id)
@@ -181,6 +215,9 @@ class PopProcessor:
             if low < 0 or high < 0:
                 continue
             offsets = [entry.start_offset + i for i in entry.bits if low <= entry.start_offset + i <= high]
+            if entry.revive_queue_id == POP_ORDER_REVIVE_QUEUE:
+                code = self._batch_ack_orderly(topic, entry, offsets) or code
+                continue
             if not offsets:
                 continue
             ack = BatchAckMsg(
@@ -194,7 +231,36 @@ class PopProcessor:
             )
             await self.writer.put_ack(ack, entry.revive_queue_id, entry.invisible_time)
             self.state.add_in_flight(topic, entry.group, entry.queue_id, -len(offsets))
-        return request.make_response(ResponseCode.SUCCESS)
+        return request.make_response(code)
+
+    def _batch_ack_orderly(self, topic: str, entry: BatchAck, offsets: list[int]) -> int:
+        """Each offset acked on its own (``ackOrderly``); MESSAGE_ILLEGAL if one was refused, else 0."""
+        info = ExtraInfo(
+            entry.start_offset,
+            entry.pop_time,
+            entry.invisible_time,
+            POP_ORDER_REVIVE_QUEUE,
+            entry.retry,
+            "",
+            entry.queue_id,
+            None,
+        )
+        code = 0
+        for offset in offsets:
+            try:
+                ack_orderly(
+                    self.broker,
+                    self.orders,
+                    self.polling.wake,
+                    topic,
+                    entry.group,
+                    entry.queue_id,
+                    offset,
+                    info,
+                )
+            except RocketMQError as err:
+                code = err.response_code
+        return code
 
     # -- CHANGE_MESSAGE_INVISIBLETIME --------------------------------------------------------------
 
@@ -204,9 +270,17 @@ class PopProcessor:
         self._check_queue_offset(header.topic, header.queue_id, header.offset, inclusive_max=False)
         info = parse_extra_info(header.extra_info)
         if info.is_order():
-            raise RocketMQError(
-                "orderly POP is not implemented by this broker", response_code=ResponseCode.SYSTEM_ERROR
+            response_header = change_orderly(
+                self.broker,
+                self.orders,
+                header.topic,
+                header.consumer_group,
+                header.queue_id,
+                header.offset,
+                info,
+                header.invisible_time,
             )
+            return request.make_response(ResponseCode.SUCCESS, header=response_header)
         now = self.broker.now_ms()
         ck = PopCheckPoint(
             start_offset=header.offset,

@@ -310,3 +310,36 @@ async def test_notification_says_whether_there_is_something_to_pop(tmp_path: Pat
         assert (answers[0].ext_fields or {})["hasMsg"] == "true"
         missing = await conn.invoke(notification_request("NoSuchTopic", 0), 5)
         assert missing.code == ResponseCode.TOPIC_NOT_EXIST
+
+
+async def test_orderly_pop_blocks_the_queue_until_acked_or_invisible_time_passes(tmp_path: Path) -> None:
+    async with running(tmp_path) as (app, conn):
+        for body in (b"o0", b"o1", b"o2"):
+            assert (await conn.invoke(send_request("PopO", body, queue_id=0), 5)).code == ResponseCode.SUCCESS
+
+        async def orderly_pop() -> Popped:
+            request = pop_request("PopO", 2000, queue_id=0)
+            request.ext_fields = {**(request.ext_fields or {}), "order": "true"}
+            return Popped(await conn.invoke(request, 5), "PopO")
+
+        first = await orderly_pop()
+        assert first.bodies() == [b"o0", b"o1", b"o2"]
+        assert (first.ext["reviveQid"], first.ext["orderCountInfo"]) == ("999", "0 0 0")
+        assert (await orderly_pop()).code == ResponseCode.POLLING_TIMEOUT  # blocked
+        handles = {record.queue_offset: handle for record, handle in first.messages}
+        offsets = app.controller.offsets
+        assert (await conn.invoke(ack_request("PopO", handles[0]), 5)).code == ResponseCode.SUCCESS
+        assert offsets.query(GROUP, "PopO", 0) == 1
+        stale = handles[1].replace(f" {first.ext['popTime']} ", " 1 ", 1)
+        assert (await conn.invoke(ack_request("PopO", stale), 5)).code == ResponseCode.SUCCESS
+        assert offsets.query(GROUP, "PopO", 0) == 1
+        await trio.sleep(2.2)
+        again = await orderly_pop()
+        assert again.bodies() == [b"o1", b"o2"]
+        assert again.ext["orderCountInfo"] == "0 qo0%1 1;0 qo0%2 1;0 0 1"
+        for _record, handle in again.messages:
+            assert (await conn.invoke(ack_request("PopO", handle), 5)).code == ResponseCode.SUCCESS
+        assert offsets.query(GROUP, "PopO", 0) == 3
+        assert (await orderly_pop()).code == ResponseCode.POLLING_TIMEOUT
+    saved = (tmp_path / "store" / "config" / "consumerOrderInfo.json").read_text()
+    assert '"PopO@popg"' in saved
