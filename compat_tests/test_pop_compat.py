@@ -253,3 +253,52 @@ def test_kill_between_pop_and_ack_revives_only_what_was_not_acked(
         assert returned_after >= 15 - 1
         time.sleep(3)
         assert pop(s, topic, group, -1, 60_000)["code"] == POLLING_TIMEOUT
+
+
+def test_raw_orderly_pop_blocks_until_acked_as_the_real_broker(
+    target: Target, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Orderly POP as raw frames (what the gRPC FIFO consumers get through the proxy): revive queue
+    999, the queue blocked while its batch is unacked and invisible, acks moving the consumer
+    offset, a stale handle ignored, an offset outside the batch refused, and the batch delivered
+    again after its invisible time with its delivery counts in orderCountInfo."""
+    home = tmp_path_factory.mktemp(f"pop-order-{target.name}")
+    topic, group = "OrderPopT", "orderPopG"
+    out = run_mqadmin(
+        target.namesrv_addr,
+        "updateTopic",
+        "-c",
+        "DefaultCluster",
+        "-t",
+        topic,
+        "-r",
+        "1",
+        "-w",
+        "1",
+        home=home,
+    )
+    assert "success" in out, out
+    produce(target, home, topic, 4)
+    with RawSession(broker_of(target.namesrv_addr, topic)) as s:
+        resp = pop(s, topic, group, 0, 3000, order="true", maxMsgNums="3")
+        assert resp["code"] == SUCCESS, resp["remark"]
+        assert resp["ext_fields"]["reviveQid"] == "999"
+        assert resp["ext_fields"]["orderCountInfo"] == "0 0 0"
+        batch = popped(resp)
+        assert [m["queue_offset"] for m in batch] == [0, 1, 2]
+        popped_at = time.monotonic()
+        assert pop(s, topic, group, 0, 3000, order="true")["code"] == POLLING_TIMEOUT
+        assert ack(s, topic, group, 0, 0, batch[0]["handle"])["code"] == SUCCESS
+        parts = batch[1]["handle"].split(" ")
+        parts[1] = str(int(parts[1]) - 1)  # another pop time: a handle of an older batch
+        assert ack(s, topic, group, 0, 1, " ".join(parts))["code"] == SUCCESS
+        outside = batch[0]["handle"].rsplit(" ", 1)[0] + " 3"
+        assert ack(s, topic, group, 0, 3, outside)["code"] == MESSAGE_ILLEGAL
+        time.sleep(max(0.0, 3.5 - (time.monotonic() - popped_at)))
+        again = pop(s, topic, group, 0, 3000, order="true", maxMsgNums="3")
+        assert again["code"] == SUCCESS, again["remark"]
+        assert [m["queue_offset"] for m in popped(again)] == [1, 2, 3]
+        assert again["ext_fields"]["orderCountInfo"] == "0 qo0%1 1;0 qo0%2 1;0 0 0"
+        for message in popped(again):
+            assert ack(s, topic, group, 0, message["queue_offset"], message["handle"])["code"] == SUCCESS
+        assert pop(s, topic, group, 0, 3000, order="true")["code"] == POLLING_TIMEOUT
