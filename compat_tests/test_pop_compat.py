@@ -44,7 +44,7 @@ MAIN_CLASS = "rmqcompat.PopScenario"
 FIRST_POP_DELAY_MS = 10_000  # DefaultMQPushConsumer popDelayLevel[0]
 # ResponseCode
 SUCCESS, SYSTEM_ERROR, MESSAGE_ILLEGAL, NO_PERMISSION, TOPIC_NOT_EXIST = 0, 1, 13, 16, 17
-INVALID_PARAMETER, NO_MESSAGE, POLLING_TIMEOUT = 29, 208, 210
+INVALID_PARAMETER, NO_MESSAGE, POLLING_TIMEOUT, SUBSCRIPTION_PARSE_FAILED = 29, 208, 210, 23
 
 
 @pytest.fixture(scope="module", params=TARGETS)
@@ -302,3 +302,26 @@ def test_raw_orderly_pop_blocks_until_acked_as_the_real_broker(
         for message in popped(again):
             assert ack(s, topic, group, 0, message["queue_offset"], message["handle"])["code"] == SUCCESS
         assert pop(s, topic, group, 0, 3000, order="true")["code"] == POLLING_TIMEOUT
+
+
+def test_raw_pop_filters_by_sql92_even_without_enable_property_filter(
+    target: Target, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A SQL92 POP on a broker with the default enablePropertyFilter=false: 5.3.3 evaluates it (the
+    flag guards only PULL subscriptions); a malformed expression is SUBSCRIPTION_PARSE_FAILED."""
+    home = tmp_path_factory.mktemp(f"pop-sql-{target.name}")
+    topic = "SqlPopT"
+    sent = run_scenario(
+        LINE, "produce", target.namesrv_addr, home, STEP_S, topic=topic, count=6, tags="TagA,TagB,TagC"
+    )
+    wanted = sorted(e["msgId"] for e in of(sent, "sent") if e["tags"] == "TagB")
+    with RawSession(broker_of(target.namesrv_addr, topic)) as s:
+        resp = pop(s, topic, "sqlPopG", -1, 60_000, expType="SQL92", exp="TAGS = 'TagB'")
+        assert resp["code"] == SUCCESS, resp["remark"]
+        got = sorted(m["properties_map"]["UNIQ_KEY"] for m in popped(resp))
+        assert got == wanted
+        bad = pop(s, topic, "sqlPopBad", -1, 60_000, expType="SQL92", exp="a >>> 1")
+        assert (bad["code"], bad["remark"]) == (
+            SUBSCRIPTION_PARSE_FAILED,
+            "parse the consumer's subscription failed",
+        )

@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 
 from broker.controller import BrokerController
 from broker.pop.order_info import ConsumerOrderInfoManager
+from broker.pop.pop_filter import pop_message_filter
 from broker.pop.records import MAX_BATCH_NUMS, PopConfig
 from broker.pop.state import PopState
 from broker.pop.writer import RecordWriter
-from codec.bodies.heartbeat import EXPRESSION_TAG, SubscriptionData
+from codec.bodies.heartbeat import EXPRESSION_TAG
 from codec.bodies.pop import PopCheckPoint
 from codec.bodies.register import PERM_READ
 from codec.codes import ResponseCode
@@ -45,7 +46,7 @@ from codec.extra_info import (
 from codec.headers.pop import CONSUME_INIT_MODE_MIN, PopMessageRequestHeader
 from codec.message import decode_record, encode_record
 from codec.properties import POP_CK, decode_properties, encode_properties
-from store.message_filter import MessageFilter, TagsCodeFilter
+from store.message_filter import MessageFilter
 from store.results import GetMessageStatus
 
 logger = logging.getLogger(__name__)
@@ -128,14 +129,9 @@ def check_pop(broker: BrokerController, header: PopMessageRequestHeader, now_ms:
             f"subscription group no permission, {header.consumer_group}",
             response_code=ResponseCode.NO_PERMISSION,
         )
-    expression_type = header.exp_type or EXPRESSION_TAG
-    if expression_type != EXPRESSION_TAG:
-        raise RocketMQError(
-            f"SQL92 expressions are not implemented for POP by this broker: {header.exp}",
-            response_code=ResponseCode.SUBSCRIPTION_PARSE_FAILED,
-        )
-    sub = SubscriptionData.build(header.topic, header.exp)
-    return TagsCodeFilter(sub.code_set) if sub.code_set else None
+    return pop_message_filter(
+        header.topic, header.consumer_group, header.exp, header.exp_type or EXPRESSION_TAG, now_ms
+    )
 
 
 class PopReader:

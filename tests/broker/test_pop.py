@@ -343,3 +343,25 @@ async def test_orderly_pop_blocks_the_queue_until_acked_or_invisible_time_passes
         assert (await orderly_pop()).code == ResponseCode.POLLING_TIMEOUT
     saved = (tmp_path / "store" / "config" / "consumerOrderInfo.json").read_text()
     assert '"PopO@popg"' in saved
+
+
+async def test_pop_filters_by_tag_and_sql92(tmp_path: Path) -> None:
+    async with running(tmp_path) as (_app, conn):
+        for i, (tag, a) in enumerate([("TagA", "1"), ("TagB", "5"), ("TagA", "7")]):
+            request = send_request("PopF", f"f{i}".encode(), {"TAGS": tag, "a": a}, queue_id=0)
+            assert (await conn.invoke(request, 5)).code == ResponseCode.SUCCESS
+
+        def filtered(exp: str, exp_type: str, group: str) -> RemotingCommand:
+            request = pop_request("PopF", 60_000, queue_id=0, exp=exp)
+            request.ext_fields = {**(request.ext_fields or {}), "expType": exp_type, "consumerGroup": group}
+            return request
+
+        tags = Popped(await conn.invoke(filtered("TagA", "TAG", "gTag"), 5), "PopF")
+        assert tags.bodies() == [b"f0", b"f2"]
+        sql = Popped(await conn.invoke(filtered("a > 1 AND TAGS = 'TagA'", "SQL92", "gSql"), 5), "PopF")
+        assert sql.bodies() == [b"f2"]
+        bad = await conn.invoke(filtered("a >>> 1", "SQL92", "gBad"), 5)
+        assert (bad.code, bad.remark) == (
+            ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+            "parse the consumer's subscription failed",
+        )
