@@ -325,3 +325,38 @@ def test_raw_pop_filters_by_sql92_even_without_enable_property_filter(
             SUBSCRIPTION_PARSE_FAILED,
             "parse the consumer's subscription failed",
         )
+
+
+def test_mqadmin_on_a_pop_group(target: Target, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """After a POP group consumed everything: ``consumerProgress`` shows its queues with nothing left
+    (offsets move when messages are popped), ``exportPopRecord`` succeeds (nothing to move out of a
+    RocksDB store), ``setConsumeMode`` back to PULL is accepted."""
+    home = tmp_path_factory.mktemp(f"pop-admin-{target.name}")
+    topic, group = "PopAdminT", "popAdminG"
+    produce(target, home, topic, 4)
+    set_pop_mode(target, home, topic, group)
+    pop_consume(target, home, topic=topic, group=group, expect=4, settle_ms=500)
+    progress = run_mqadmin(target.namesrv_addr, "consumerProgress", "-g", group, home=home)
+    rows = [line.split() for line in progress.splitlines() if line.startswith(topic)]
+    assert rows, progress
+    assert sum(int(row[3]) for row in rows) == 4, progress  # broker offsets
+    assert all(row[3] == row[4] for row in rows), progress  # consumer offset = broker offset
+    assert "Diff Total: 0" in progress, progress
+    exported = run_mqadmin(target.namesrv_addr, "exportPopRecord", "-c", "DefaultCluster", home=home)
+    assert "Export broker records, brokerName=broker-a" in exported, exported
+    assert "dryRun=false" in exported, exported
+    assert "error" not in exported, exported
+    back = run_mqadmin(
+        target.namesrv_addr,
+        "setConsumeMode",
+        "-c",
+        "DefaultCluster",
+        "-t",
+        topic,
+        "-g",
+        group,
+        "-m",
+        "PULL",
+        home=home,
+    )
+    assert f"topic[{topic}] group[{group}] consume mode[PULL] popShareQueueNum[0]" in back, back

@@ -1,4 +1,5 @@
-"""QUERY_ASSIGNMENT (400), SET_MESSAGE_REQUEST_MODE (401), GET_ALL_MESSAGE_REQUEST_MODE (402).
+"""QUERY_ASSIGNMENT (400), SET_MESSAGE_REQUEST_MODE (401), GET_ALL_MESSAGE_REQUEST_MODE (402) and
+POP_ROLLBACK (200056).
 
 Mirrors ``QueryAssignmentProcessor``, ``MessageRequestModeManager`` (persisted as
 ``config/messageRequestMode.json``, fastjson's ``{"messageRequestModeMap":{topic:{group:{...}}}}``),
@@ -131,6 +132,7 @@ class QueryAssignmentProcessor:
         dispatcher.register(
             RequestCode.GET_ALL_MESSAGE_REQUEST_MODE, self.get_all_message_request_mode, EmptyHeader
         )
+        dispatcher.register(RequestCode.POP_ROLLBACK, self.pop_rollback, EmptyHeader)
 
     def _mode_of(self, topic: str, group: str) -> SetMessageRequestModeRequestBody:
         stored = self.modes.get(topic, group)
@@ -200,6 +202,15 @@ class QueryAssignmentProcessor:
                 "subscription group does not exist", response_code=ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
             )
         self.modes.set(body)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def pop_rollback(
+        self, _ctx: RequestContext, request: RemotingCommand, _header: EmptyHeader
+    ) -> RemotingCommand:
+        """POP_ROLLBACK (``mqadmin exportPopRecord``): ``AdminBrokerProcessor.transferPopToFsStore``
+        moves the RocksDB POP records (``popConsumerKVServiceEnable``) to the revive topic; this
+        broker keeps them there always, so there is nothing to move, as on a 5.3.3 broker with the
+        default ``popConsumerKVServiceEnable=false``."""
         return request.make_response(ResponseCode.SUCCESS)
 
     def get_all_message_request_mode(
