@@ -25,6 +25,7 @@ import logging
 
 from broker.controller import BrokerController
 from broker.pop.records import ACK_TAG, BATCH_ACK_TAG, CK_TAG, FIRST_POP_TIME, REVIVE_GROUP, PopConfig
+from broker.pop.state import PopState
 from broker.pop.writer import RecordWriter
 from codec.bodies.pop import AckMsg, BatchAckMsg, PopCheckPoint
 from codec.bodies.register import PERM_READ, PERM_WRITE
@@ -58,7 +59,11 @@ class ReviveQueue:
 
 
 class PopReviveService:
-    def __init__(self, broker: BrokerController, pop: PopConfig, writer: RecordWriter) -> None:
+    def __init__(
+        self, broker: BrokerController, pop: PopConfig, writer: RecordWriter, state: PopState | None = None
+    ) -> None:
+        """``state``: the in-flight counts a revived message no longer adds to."""
+        self.state = state
         self.broker = broker
         self.pop = pop
         self.writer = writer
@@ -202,6 +207,8 @@ class PopReviveService:
                 continue
             if await self._revive_retry(ck, original):
                 count += 1
+                if self.state is not None:
+                    self.state.add_in_flight(ck.topic, ck.group, ck.queue_id, -1)
         return count
 
     async def _revive_retry(self, ck: PopCheckPoint, original: MessageRecord) -> bool:

@@ -29,7 +29,7 @@ class PopService:
     def __init__(self, broker: BrokerController) -> None:
         self.config = PopConfig.of(broker.config)
         self.processor = PopProcessor(broker, self.config)
-        self.revive = PopReviveService(broker, self.config, self.processor.writer)
+        self.revive = PopReviveService(broker, self.config, self.processor.writer, self.processor.state)
         self.assignment = QueryAssignmentProcessor(broker, self.config)
         processor = self.processor
         self.notification = NotificationProcessor(broker, self.config, processor.state, processor.polling)

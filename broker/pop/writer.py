@@ -15,7 +15,7 @@ from broker.controller import BrokerController
 from broker.pop.records import ack_record, ck_record, revive_topic
 from broker.timer.service import TimerMessageError, route_timer_message
 from codec.bodies.pop import AckMsg, BatchAckMsg, PopCheckPoint
-from codec.errors import RocketMQError
+from codec.errors import CodecError, RocketMQError
 from codec.message import MessageRecord
 from store.errors import StoreError
 
@@ -31,15 +31,27 @@ class RecordWriter:
     async def put_ck(self, ck: PopCheckPoint, revive_qid: int) -> bool:
         """Store a checkpoint in revive queue ``revive_qid``; False if refused."""
         b = self.broker
-        record, props = ck_record(ck, self.revive_topic, revive_qid, b.now_ms(), b.store_host, b.store_port)
+        try:
+            record, props = ck_record(
+                ck, self.revive_topic, revive_qid, b.now_ms(), b.store_host, b.store_port
+            )
+        except CodecError as err:  # numbers beyond Java's long (a hostile invisible time)
+            self.failures += 1
+            logger.warning("POP checkpoint of %s not written: %s", ck.topic, err)
+            return False
         return await self.put_record(record, props)
 
     async def put_ack(self, ack: AckMsg | BatchAckMsg, revive_qid: int, invisible_time: int) -> bool:
         """Store an ``ack``/``bAck`` record due at ``ack.pop_time + invisible_time``; False if refused."""
         b = self.broker
-        record, props = ack_record(
-            ack, self.revive_topic, revive_qid, invisible_time, b.now_ms(), b.store_host, b.store_port
-        )
+        try:
+            record, props = ack_record(
+                ack, self.revive_topic, revive_qid, invisible_time, b.now_ms(), b.store_host, b.store_port
+            )
+        except CodecError as err:
+            self.failures += 1
+            logger.warning("POP ack of %s not written: %s", ack.topic, err)
+            return False
         return await self.put_record(record, props)
 
     async def put_record(self, record: MessageRecord, props: dict[str, str]) -> bool:

@@ -365,3 +365,21 @@ async def test_pop_filters_by_tag_and_sql92(tmp_path: Path) -> None:
             ResponseCode.SUBSCRIPTION_PARSE_FAILED,
             "parse the consumer's subscription failed",
         )
+
+
+async def test_hostile_numbers_get_answers_not_crashes(tmp_path: Path) -> None:
+    async with running(tmp_path) as (_app, conn):
+        await send_all(conn, "PopH", [b"h0"])
+        huge = await conn.invoke(pop_request("PopH", 2**63 - 1), 5)
+        # The checkpoint cannot be written (its revive time is beyond a Java long): nothing leaves.
+        assert huge.code == ResponseCode.POLLING_TIMEOUT
+        negative = Popped(await conn.invoke(pop_request("PopH", -5), 5), "PopH")
+        assert negative.bodies() == [b"h0"]
+        zero = await conn.invoke(pop_request("PopH", 1000, max_nums=-3), 5)
+        assert zero.code == ResponseCode.POLLING_TIMEOUT
+        ((record, handle),) = negative.messages
+        header = ChangeInvisibleTimeRequestHeader(
+            GROUP, "PopH", record.queue_id, handle, record.queue_offset, 2**63 - 1
+        )
+        resp = await conn.invoke(RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header), 5)
+        assert resp.code == ResponseCode.SYSTEM_ERROR
