@@ -13,6 +13,8 @@ Java's broker answers the ``IllegalArgumentException`` of ``ExtraInfoUtil``.
 
 from __future__ import annotations
 
+import logging
+
 from broker.controller import BrokerController
 from broker.pop.long_polling import POLLING_FULL, PopPolling
 from broker.pop.order_info import CONSUMER_ORDER_INFO_JSON, ConsumerOrderInfoManager
@@ -44,6 +46,8 @@ from codec.headers.pop import (
     PopMessageResponseHeader,
 )
 from gateway.transport.dispatch import Dispatcher, RequestContext
+
+logger = logging.getLogger(__name__)
 
 
 class PopProcessor:
@@ -146,6 +150,20 @@ class PopProcessor:
 
     # -- ACK_MESSAGE / BATCH_ACK_MESSAGE -----------------------------------------------------------
 
+    def _revive_queue_ok(self, revive_qid: int) -> bool:
+        """A handle's revive queue outside ``0..reviveQueueNum-1``: Java puts the record into that queue
+        of the revive topic, where no reviver ever reads it (its revive threads read the configured
+        queues). The answer is the same; here nothing is written, so a hostile handle cannot make
+        the store create consume queues for any int."""
+        if 0 <= revive_qid < self.pop.revive_queue_num:
+            return True
+        logger.debug(
+            "POP handle with revive queue %d outside 0..%d: nothing written",
+            revive_qid,
+            self.pop.revive_queue_num - 1,
+        )
+        return False
+
     def _check_queue_offset(self, topic: str, queue_id: int, offset: int, *, inclusive_max: bool) -> None:
         config = self.broker.topics.select(topic)
         if config is None:
@@ -194,7 +212,8 @@ class PopProcessor:
             pop_time=info.pop_time,
             broker_name=info.broker_name,
         )
-        await self.writer.put_ack(ack, info.revive_qid, info.invisible_time)
+        if self._revive_queue_ok(info.revive_qid):
+            await self.writer.put_ack(ack, info.revive_qid, info.invisible_time)
         self.state.add_in_flight(header.topic, header.consumer_group, header.queue_id, -1)
         return request.make_response(ResponseCode.SUCCESS)
 
@@ -229,7 +248,8 @@ class PopProcessor:
                 pop_time=entry.pop_time,
                 broker_name=body.broker_name,
             )
-            await self.writer.put_ack(ack, entry.revive_queue_id, entry.invisible_time)
+            if self._revive_queue_ok(entry.revive_queue_id):
+                await self.writer.put_ack(ack, entry.revive_queue_id, entry.invisible_time)
             self.state.add_in_flight(topic, entry.group, entry.queue_id, -len(offsets))
         return request.make_response(code)
 
@@ -293,6 +313,12 @@ class PopProcessor:
             broker_name=info.broker_name,
             queue_offset_diff=[0],
         )
+        if not self._revive_queue_ok(info.revive_qid):
+            # Java writes both records into a revive queue no reviver reads: nothing happens.
+            return request.make_response(
+                ResponseCode.SUCCESS,
+                header=ChangeInvisibleTimeResponseHeader(now, header.invisible_time, info.revive_qid),
+            )
         if not await self.writer.put_ck(ck, info.revive_qid):
             return request.make_response(
                 ResponseCode.SYSTEM_ERROR, "change invisible time failed, put ck error"

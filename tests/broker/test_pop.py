@@ -383,3 +383,29 @@ async def test_hostile_numbers_get_answers_not_crashes(tmp_path: Path) -> None:
         )
         resp = await conn.invoke(RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header), 5)
         assert resp.code == ResponseCode.SYSTEM_ERROR
+
+
+async def test_in_flight_threshold_and_foreign_revive_queues(tmp_path: Path) -> None:
+    extra = {"enablePopMessageThreshold": "true", "popInflightMessageThreshold": "1"}
+    async with running(tmp_path, extra=extra) as (app, conn):
+        for body in (b"t0", b"t1", b"t2", b"t3"):
+            assert (await conn.invoke(send_request("PopI", body, queue_id=0), 5)).code == ResponseCode.SUCCESS
+        first = Popped(await conn.invoke(pop_request("PopI", 60_000, queue_id=0, max_nums=2), 5), "PopI")
+        assert first.bodies() == [b"t0", b"t1"]
+        # Two in flight, more than the threshold of 1: the queue is skipped until acks come in.
+        assert (
+            await conn.invoke(pop_request("PopI", 60_000, queue_id=0), 5)
+        ).code == ResponseCode.POLLING_TIMEOUT
+        for _record, handle in first.messages:
+            assert (await conn.invoke(ack_request("PopI", handle), 5)).code == ResponseCode.SUCCESS
+        assert Popped(await conn.invoke(pop_request("PopI", 60_000, queue_id=0), 5), "PopI").bodies() == [
+            b"t2",
+            b"t3",
+        ]
+        revive_topic = "rmq_sys_REVIVE_LOG_DefaultCluster"
+        before = app.controller.store.get_max_offset_in_queue(revive_topic, 0)
+        foreign = AckMessageRequestHeader(GROUP, "PopI", 0, "0 1 1000 2147483647 0 broker-a 0 0", 0)
+        resp = await conn.invoke(RemotingCommand.request(RequestCode.ACK_MESSAGE, foreign), 5)
+        assert resp.code == ResponseCode.SUCCESS
+        assert not (tmp_path / "store" / "consumequeue" / revive_topic / "2147483647").exists()
+        assert app.controller.store.get_max_offset_in_queue(revive_topic, 0) == before
