@@ -3,7 +3,8 @@
 The same checks as POP, then ``hasMsg``: a queue of the topic (all readable ones for queue -1, from
 a random one) or of the group's POP retry topic whose max offset is beyond the group's pop offset
 (committed, else the queue's min, at least the offset after the last popped batch). The retry topic
-is looked at first one request in five (``randomQ % 5 == 0``), else last. Nothing there: the
+is looked at first one request in five (``randomQ % 5 == 0``), else last; for an orderly request a
+blocked queue counts as empty. Nothing there: the
 request waits like a POP (:mod:`broker.pop.long_polling`) and is answered once more when a message
 arrives or its poll time ends; ``pollingFull`` when too many requests wait already. It never
 returns messages.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from broker.controller import BrokerController
 from broker.pop.long_polling import POLLING_FULL, PopPolling
+from broker.pop.order_info import ConsumerOrderInfoManager
 from broker.pop.records import PopConfig
 from broker.pop.state import PopState
 from codec.bodies.register import PERM_READ
@@ -26,8 +28,14 @@ from gateway.transport.dispatch import Dispatcher, RequestContext
 
 class NotificationProcessor:
     def __init__(
-        self, broker: BrokerController, pop: PopConfig, state: PopState, polling: PopPolling
+        self,
+        broker: BrokerController,
+        pop: PopConfig,
+        state: PopState,
+        polling: PopPolling,
+        orders: ConsumerOrderInfoManager,
     ) -> None:
+        self.orders = orders
         self.broker = broker
         self.pop = pop
         self.state = state
@@ -73,7 +81,9 @@ class NotificationProcessor:
                 response_code=ResponseCode.NO_PERMISSION,
             )
 
-    def _has_in_queue(self, topic: str, group: str, queue_id: int) -> bool:
+    def _has_in_queue(self, topic: str, group: str, queue_id: int, header: NotificationRequestHeader) -> bool:
+        if header.is_order() and self.orders.check_block(header.attempt_id, header.topic, group, queue_id, 0):
+            return False  # a blocked orderly queue has nothing to pop
         store = self.broker.store
         offset = self.broker.offsets.query(group, topic, queue_id)
         if offset < 0:
@@ -81,22 +91,22 @@ class NotificationProcessor:
         offset = max(offset, self.state.latest_offset(polling_key(topic, group, queue_id)))
         return store.get_max_offset_in_queue(topic, queue_id) - offset > 0
 
-    def _has_in_topic(self, topic: str, group: str, random_q: int) -> bool:
+    def _has_in_topic(self, topic: str, group: str, random_q: int, header: NotificationRequestHeader) -> bool:
         config = self.broker.topics.select(topic)
         if config is None or config.read_queue_nums <= 0:
             return False
         n = config.read_queue_nums
-        return any(self._has_in_queue(topic, group, (random_q + i) % n) for i in range(n))
+        return any(self._has_in_queue(topic, group, (random_q + i) % n, header) for i in range(n))
 
     def _has_in_retry(self, header: NotificationRequestHeader, random_q: int) -> bool:
         v2 = self.pop.enable_retry_topic_v2
         group = header.consumer_group
-        if self._has_in_topic(build_pop_retry_topic(header.topic, group, v2), group, random_q):
+        if self._has_in_topic(build_pop_retry_topic(header.topic, group, v2), group, random_q, header):
             return True
         return (
             v2
             and self.pop.retrieve_message_from_pop_retry_topic_v1
-            and self._has_in_topic(build_pop_retry_topic(header.topic, group), group, random_q)
+            and self._has_in_topic(build_pop_retry_topic(header.topic, group), group, random_q, header)
         )
 
     def has_msg(self, header: NotificationRequestHeader) -> bool:
@@ -105,9 +115,9 @@ class NotificationProcessor:
         if need_retry and self._has_in_retry(header, random_q):
             return True
         if header.queue_id < 0:
-            found = self._has_in_topic(header.topic, header.consumer_group, random_q)
+            found = self._has_in_topic(header.topic, header.consumer_group, random_q, header)
         else:
-            found = self._has_in_queue(header.topic, header.consumer_group, header.queue_id)
+            found = self._has_in_queue(header.topic, header.consumer_group, header.queue_id, header)
         return found or (not need_retry and self._has_in_retry(header, random_q))
 
     async def notification(

@@ -189,8 +189,10 @@ class PopReader:
             queue_id = (random_q + i) % config.read_queue_nums
             await self._read_queue(topic, is_retry, queue_id, header, message_filter, batch)
 
-    def pop_offset(self, topic: str, group: str, queue_id: int, init_mode: int, lock_key: str) -> int:
-        """``getPopOffset`` with its initial commit (``init=true``)."""
+    def pop_offset(
+        self, topic: str, group: str, queue_id: int, init_mode: int, lock_key: str, init: bool = True
+    ) -> int:
+        """``getPopOffset``; ``init``: commit the initial offset of a group that has none."""
         broker = self.broker
         offset = broker.offsets.query(group, topic, queue_id)
         if offset < 0:
@@ -205,7 +207,8 @@ class PopReader:
                 offset = 0
             else:
                 offset = max(store.get_max_offset_in_queue(topic, queue_id) - 1, 0)
-            broker.offsets.commit(group, topic, queue_id, offset)
+            if init:
+                broker.offsets.commit(group, topic, queue_id, offset)
         return max(offset, self.state.latest_offset(lock_key))
 
     async def _read_queue(
@@ -223,7 +226,7 @@ class PopReader:
         order = header.is_order()
         if not state.try_lock(lock_key):
             if not order:
-                offset = self.pop_offset(topic, group, queue_id, header.init_mode, lock_key)
+                offset = self.pop_offset(topic, group, queue_id, header.init_mode, lock_key, init=False)
                 batch.rest_num += store.get_max_offset_in_queue(topic, queue_id) - offset
             return
         try:

@@ -32,7 +32,9 @@ class PopService:
         self.revive = PopReviveService(broker, self.config, self.processor.writer, self.processor.state)
         self.assignment = QueryAssignmentProcessor(broker, self.config)
         processor = self.processor
-        self.notification = NotificationProcessor(broker, self.config, processor.state, processor.polling)
+        self.notification = NotificationProcessor(
+            broker, self.config, processor.state, processor.polling, processor.orders
+        )
         self.broker = broker
 
     async def run(self) -> None:

@@ -409,3 +409,22 @@ async def test_in_flight_threshold_and_foreign_revive_queues(tmp_path: Path) -> 
         assert resp.code == ResponseCode.SUCCESS
         assert not (tmp_path / "store" / "consumequeue" / revive_topic / "2147483647").exists()
         assert app.controller.store.get_max_offset_in_queue(revive_topic, 0) == before
+
+
+async def test_notification_of_an_orderly_group_counts_a_blocked_queue_as_empty(tmp_path: Path) -> None:
+    async with running(tmp_path) as (_app, conn):
+        for body in (b"b0", b"b1"):
+            assert (
+                await conn.invoke(send_request("PopNO", body, queue_id=0), 5)
+            ).code == ResponseCode.SUCCESS
+        request = pop_request("PopNO", 60_000, queue_id=0, max_nums=1)
+        request.ext_fields = {**(request.ext_fields or {}), "order": "true"}
+        assert Popped(await conn.invoke(request, 5), "PopNO").bodies() == [b"b0"]
+
+        async def has_msg(order: bool) -> str:
+            req = notification_request("PopNO", 0, queue_id=0)
+            req.ext_fields = {**(req.ext_fields or {}), "order": "true" if order else "false"}
+            return (await conn.invoke(req, 5)).ext_fields["hasMsg"]  # type: ignore[index]
+
+        assert await has_msg(order=True) == "false"  # b1 waits behind the unacked b0
+        assert await has_msg(order=False) == "true"
