@@ -82,6 +82,19 @@ def set_pop_mode(target: Target, home: Path, topic: str, group: str) -> None:
     assert f"topic[{topic}] group[{group}] consume mode[POP] popShareQueueNum[0]" in out, out
 
 
+def wait_route(target: Target, topic: str) -> str:
+    """The broker the NameServer routes ``topic`` to, once it does (after a restart, or a topic just
+    created: a producer that looks it up earlier sends by the default topic's route)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return broker_of(target.namesrv_addr, topic)
+        except (OSError, AssertionError, KeyError, IndexError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 def pop_consume(target: Target, home: Path, **args: ArgValue) -> list[Event]:
     return run_program(MAIN_CLASS, LINE, "consume", target.namesrv_addr, home, STEP_S, args)
 
@@ -150,6 +163,7 @@ def test_raw_pop_frames_answer_code_for_code(
         home=home,
     )
     assert "success" in out, out
+    wait_route(target, topic)
     produce(target, home, topic, 2)
     with RawSession(broker_of(target.namesrv_addr, topic)) as s:
         resp = pop(s, topic, group, -1, 3000)
@@ -197,17 +211,6 @@ def test_raw_pop_frames_answer_code_for_code(
         assert (info["code"], info["ext_fields"]["pollingNum"]) == (SUCCESS, "0")
 
 
-def broker_after_restart(target: Target, topic: str) -> str:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            return broker_of(target.namesrv_addr, topic)
-        except (OSError, AssertionError, KeyError, IndexError):
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
-
-
 def test_kill_between_pop_and_ack_revives_only_what_was_not_acked(
     target: Target, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -231,6 +234,7 @@ def test_kill_between_pop_and_ack_revives_only_what_was_not_acked(
         home=home,
     )
     assert "success" in out, out
+    wait_route(target, topic)
     produce(target, home, topic, 2)
     with RawSession(broker_of(target.namesrv_addr, topic)) as s:
         first, second = popped(pop(s, topic, group, -1, 15_000))
@@ -239,7 +243,7 @@ def test_kill_between_pop_and_ack_revives_only_what_was_not_acked(
     time.sleep(6.5)
     target.restart_broker(kill=True)
     back: list[dict[str, Any]] = []
-    with RawSession(broker_after_restart(target, topic)) as s:
+    with RawSession(wait_route(target, topic)) as s:
         deadline = time.monotonic() + 60
         while not back and time.monotonic() < deadline:
             resp = pop(s, topic, group, -1, 60_000)
@@ -278,6 +282,7 @@ def test_raw_orderly_pop_blocks_until_acked_as_the_real_broker(
         home=home,
     )
     assert "success" in out, out
+    wait_route(target, topic)
     produce(target, home, topic, 4)
     with RawSession(broker_of(target.namesrv_addr, topic)) as s:
         resp = pop(s, topic, group, 0, 3000, order="true", maxMsgNums="3")

@@ -28,6 +28,19 @@ COMMIT_LOG_FILE = 256 * 1024 * 1024  # the size both brokers map their commit-lo
 SUCCESS, POLLING_TIMEOUT = 0, 210
 
 
+def wait_route(namesrv: str, topic: str) -> str:
+    """The broker routed for a topic just created (a producer looking it up earlier would send by
+    the default topic's route, to queues the topic does not have)."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return broker_of(namesrv, topic)
+        except (OSError, AssertionError, KeyError, IndexError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)
+
+
 def test_real_broker_revives_what_ours_popped(tmp_path: Path) -> None:
     topic, group = "CrossPopT", "crossPopG"
     ours = GatewayTarget(tmp_path, {"mappedFileSizeCommitLog": str(COMMIT_LOG_FILE)})
@@ -37,6 +50,7 @@ def test_real_broker_revives_what_ours_popped(tmp_path: Path) -> None:
             home=tmp_path,
         )  # fmt: skip
         assert "success" in out, out
+        wait_route(ours.namesrv_addr, topic)
         sent = of(
             run_scenario("5.3.3", "produce", ours.namesrv_addr, tmp_path, 90, topic=topic, count=2), "sent"
         )
@@ -84,6 +98,7 @@ def test_ours_revives_what_the_real_broker_popped(tmp_path: Path) -> None:
             home=tmp_path,
         )  # fmt: skip
         assert "success" in out, out
+        wait_route(real.namesrv_addr, topic)
         sent = of(
             run_scenario("5.3.3", "produce", real.namesrv_addr, tmp_path, 90, topic=topic, count=2), "sent"
         )
