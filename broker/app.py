@@ -26,6 +26,7 @@ from broker.controller import BrokerController, store_config_of
 from broker.long_polling import PullHoldService
 from broker.message_service import MessageService
 from broker.metrics import create_metrics
+from broker.pop.service import register_pop
 from broker.processors.admin import AdminBrokerProcessor
 from broker.processors.admin_ops import AdminOpsProcessor
 from broker.processors.broker_status import BrokerStatusProcessor
@@ -120,6 +121,7 @@ class Broker:
         self.auth = BrokerAuth(config, self.store.config_files)
         self.dispatcher = build_dispatcher(self.controller, self.stats, self.auth)
         self.metrics = create_metrics(self.controller, self.stats, self.dispatcher)
+        self.pop = register_pop(self.controller, self.dispatcher)
         self.server = RemotingServer(self.dispatcher, server_config, name="broker", listeners=listeners)
         self.server.on_disconnect.append(self._connection_closed)
         self._stop = stop
@@ -192,6 +194,7 @@ class Broker:
             nursery.start_soon(self._deliver_timers)
             nursery.start_soon(self._check_transactions)
             nursery.start_soon(self._persist_loop)
+            nursery.start_soon(self.pop.run)
             await nursery.start(self.registrar.run)
             nursery.start_soon(self._housekeeping)
             logger.info(

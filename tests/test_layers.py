@@ -47,6 +47,10 @@ MAY_WAIT = frozenset(
         "broker.message_service",  # SYNC_FLUSH group commit waits for fsyncs in a worker thread
         "broker.registration",  # the connections to the NameServers
         "broker.processors.pull",  # long polling: a held pull waits for an arrival or its timeout
+        "broker.pop.long_polling",  # a POP that found nothing waits for an arrival or its poll time
+        "broker.pop.processor",  # the POP handlers that wait (long polling, record puts)
+        "broker.pop.service",  # the revive loop
+        "broker.pop.notification",  # NOTIFICATION waits like a POP for an arrival or its poll time
         "namesrv.app",  # the NameServer's Trio wiring
     }
 )

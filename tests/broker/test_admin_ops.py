@@ -256,11 +256,11 @@ async def test_lone_master_views_and_unknown_codes(tmp_path: Path, caplog: pytes
             assert (await conn.invoke(request(code), 3)).code == ResponseCode.SUCCESS
         with caplog.at_level(logging.INFO, logger="gateway.transport.dispatch"):
             for _ in range(3):
-                resp = await conn.invoke(request(RequestCode.POP_MESSAGE), 3)
+                resp = await conn.invoke(request(RequestCode.PEEK_MESSAGE), 3)
                 assert resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
         lines = [r.getMessage() for r in caplog.records if "not supported" in r.getMessage()]
         assert len(lines) == 1
-        assert "POP_MESSAGE (200050)" in lines[0]
+        assert "PEEK_MESSAGE (200052)" in lines[0]
 
 
 async def test_prometheus_endpoint_counts_messages_in_and_out(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """Hostile remoting frames (Hypothesis chooses their recipes), and the function that throws them.
 
 A frame is one of: a well-formed request whose code is a real one of the NameServer or Broker
-(send, pull, admin 17/202, offsets, queries, registration, KV config, …) or any int, whose
+(send, pull, POP, admin 17/202, offsets, queries, registration, KV config, …) or any int, whose
 ``extFields`` are the keys of that request's header filled with hostile values (ints at and
 beyond Java's int/long ranges, junk text, system topic names, long strings) and whose body is
 random or large; the same with the ROCKETMQ binary header; random bytes; or a frame whose length
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from codec.codes import RequestCode, SerializeType
 from codec.command import RemotingCommand
 from codec.frame import MAX_FRAME_SIZE, encode_frame
-from codec.headers import admin, client, namesrv, pull, query, send, transaction
+from codec.headers import admin, client, namesrv, pop, pull, query, send, transaction
 from codec.headers.base import CustomHeader
 from gateway.transport.address import split_address
 
@@ -54,6 +54,11 @@ HEADERS: dict[int, type[CustomHeader]] = {
     RequestCode.GET_KV_CONFIG: namesrv.KVConfigKeyRequestHeader,
     RequestCode.WIPE_WRITE_PERM_OF_BROKER: namesrv.BrokerNameRequestHeader,
     RequestCode.DELETE_TOPIC_IN_NAMESRV: namesrv.DeleteTopicFromNamesrvRequestHeader,
+    RequestCode.POP_MESSAGE: pop.PopMessageRequestHeader,
+    RequestCode.ACK_MESSAGE: pop.AckMessageRequestHeader,
+    RequestCode.CHANGE_MESSAGE_INVISIBLETIME: pop.ChangeInvisibleTimeRequestHeader,
+    RequestCode.NOTIFICATION: pop.NotificationRequestHeader,
+    RequestCode.POLLING_INFO: pop.PollingInfoRequestHeader,
 }
 #: Codes without a header that still do work (lists, heartbeat, lock bodies, broker info).
 BODY_CODES = (
@@ -65,6 +70,10 @@ BODY_CODES = (
     RequestCode.GET_ALL_TOPIC_CONFIG,
     RequestCode.GET_BROKER_RUNTIME_INFO,
     RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+    RequestCode.BATCH_ACK_MESSAGE,
+    RequestCode.QUERY_ASSIGNMENT,
+    RequestCode.SET_MESSAGE_REQUEST_MODE,
+    RequestCode.GET_ALL_MESSAGE_REQUEST_MODE,
 )
 _FRAME = struct.Struct(">iI")
 
@@ -72,7 +81,15 @@ _EXTREME_INTS = [0, -1, 1, 2, 7, 8, 16, 1024, 1025, 2**31 - 1, -(2**31), 2**31, 
 _EXTREME_INTS += [2**63 - 1, -(2**63), 2**63, -(2**63) - 1, 10**30, 100_000_000]
 _TOPICS = ["FuzzA", "FuzzB", "TBW102", "SCHEDULE_TOPIC_XXXX", "%RETRY%fuzz", "%DLQ%fuzz", "rmq_sys_x"]
 _JUNK = ["", " ", "x", "1.5", "1e9", "0x10", "١٢", "-", "+", "true", "null", "a" * 300, "bad topic!", "中文"]
-_BODIES = [b"{}", b"[]", b'{"mqSet":[{"topic":"FuzzA","brokerName":"broker-a","queueId":99}]}']
+_BODIES = [
+    b"{}",
+    b"[]",
+    b'{"mqSet":[{"topic":"FuzzA","brokerName":"broker-a","queueId":99}]}',
+    b'{"acks":[{"b":"//8=","c":"fuzz","it":-1,"pt":9223372036854775807,"q":99,"r":"7","rq":999,"so":-5,"t":"FuzzA"}]}',
+    b'{"acks":[{"b":[1,2,-1],"c":"fuzz","q":0,"r":"1","rq":2,"so":0,"t":"FuzzA"}],"brokerName":"broker-a"}',
+    b'{"consumerGroup":"fuzz","mode":"POP","popShareQueueNum":-2147483648,"topic":"FuzzA"}',
+    b'{"clientId":"","consumerGroup":"fuzz","messageModel":"X","strategyName":"AVG","topic":"FuzzA"}',
+]
 _EXTRA_KEYS = ["topic", "queueId", "group", "bname", "x", "code", "consumerGroup"]
 #: One request in LARGE_BODY_ODDS carries a body at or beyond the 4 MiB message limit.
 LARGE_BODY_ODDS = 500
@@ -123,6 +140,8 @@ def request_frame(rng: random.Random, code: int) -> bytes:
         body=_body(rng),
         serialize_type=rng.choice((SerializeType.JSON, SerializeType.ROCKETMQ)),
     )
+    if not -(2**15) <= code < 2**15:  # the POP codes travel only in JSON headers, as from Java
+        cmd.serialize_type = SerializeType.JSON
     return encode_frame(cmd)
 
 
