@@ -160,6 +160,7 @@ def build_gateway(args: argparse.Namespace) -> Gateway:
             if grpc_port is None and args.broker_port == 0 and "grpcServerPort" not in props:
                 grpc_port = 0  # a broker on any free port: so is its endpoint (tests run side by side)
             grpc = grpc_config_of(props, args.host, grpc_port)
+            args.grpc_port = grpc.grpc_server_port  # a start-up error names the port tried
         broker = BrokerSpec(
             config,
             ServerConfig(host=args.host, port=args.broker_port),

@@ -120,6 +120,8 @@ def measure_ours(work: Path) -> tuple[int, int]:
             str(ns_port),
             "--broker-port",
             str(broker_port),
+            "--grpc-port",
+            "0",
             "--store",
             str(work / "store"),
         ],

@@ -194,6 +194,7 @@ class Ours:
         log = self.workdir / "gateway.log"
         args = [sys.executable, "-m", "gateway.cli", "standalone", "--namesrv-port", str(namesrv_port)]
         args += ["--broker-port", str(broker_port), "--store", str(self.workdir / "store"), "-c", str(conf)]
+        args += ["--grpc-port", "0"]  # the endpoint on, on any free port
         env = {**os.environ, "HOME": str(self.workdir), "PYTHONPATH": str(self.source_dir)}
         started = time.perf_counter()
         with log.open("wb") as out:

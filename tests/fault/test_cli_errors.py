@@ -53,6 +53,13 @@ def test_port_in_use_is_one_line_naming_the_port(tmp_path: Path) -> None:
     assert proc.stderr.count("cannot start") == 1
 
 
+def test_grpc_port_in_use_is_one_line_naming_it(tmp_path: Path) -> None:
+    with _port_in_use() as port:
+        proc = _run(tmp_path, *_standalone(tmp_path, "--broker-port", "0", "--grpc-port", str(port)))
+    _assert_one_clear_line(proc, 1, "already in use", f"--grpc-port {port}")
+    assert proc.stderr.count("cannot start") == 1
+
+
 @pytest.mark.parametrize(
     ("host", "words"), [("999.1.1.1", "does not resolve"), ("192.0.2.1", "not an address")]
 )
