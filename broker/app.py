@@ -121,7 +121,7 @@ class Broker:
         self.auth = BrokerAuth(config, self.store.config_files)
         self.dispatcher = build_dispatcher(self.controller, self.stats, self.auth)
         self.metrics = create_metrics(self.controller, self.stats, self.dispatcher)
-        self.pop = register_pop(self.controller, self.dispatcher)
+        self.pop = register_pop(self.controller, self.dispatcher, self.timers.caught_up)
         self.server = RemotingServer(self.dispatcher, server_config, name="broker", listeners=listeners)
         self.server.on_disconnect.append(self._connection_closed)
         self._stop = stop

@@ -255,6 +255,14 @@ class MessageReader:
         cq = self.queues.find(topic, queue_id)
         return self._store_time_of(cq, queue_offset) if cq is not None else -1
 
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.queues.find(topic, queue_id)
+        return cq.min_offset if cq else 0
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.queues.find(topic, queue_id)
+        return cq.max_offset if cq else 0
+
     # -- consume-queue units ---------------------------------------------------------------------
 
     def get_queue_unit(self, topic: str, queue_id: int, queue_offset: int) -> CqUnit | None:

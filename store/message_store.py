@@ -207,14 +207,6 @@ class MessageStore(MessageReader):
     def max_phy_offset(self) -> int:
         return self.commit_log.max_offset
 
-    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        cq = self.queues.find(topic, queue_id)
-        return cq.min_offset if cq else 0
-
-    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        cq = self.queues.find(topic, queue_id)
-        return cq.max_offset if cq else 0
-
     # -- writing ---------------------------------------------------------------------------------
 
     def put_message(self, msg: MessageRecord) -> PutMessageResult:

@@ -4,9 +4,14 @@ Mirrors ``PopReviveService`` (``consumeReviveMessage``, ``mergeAndRevive``, ``re
 revive queue of ``rmq_sys_REVIVE_LOG_<cluster>`` it reads the records the timer has delivered since
 the last round: a ``ck`` goes into a table keyed ``topic+group+queueId+startOffset+popTime+brokerName``
 with its revive-queue offset (``ro``), an ``ack``/``bAck`` sets the bits of the matching checkpoint
-(an ack without one is dropped, as in Java). A checkpoint is due once ``REVIVE_MARGIN_MS`` past its
-revive time (``popTime + invisibleTime``): its acks, due at the revive time, have been delivered
-by then. Every message of a due checkpoint whose bit is clear is put again into the POP retry topic
+(an ack without one is dropped, as in Java). The timer delivers a ``ck`` one ``ackTimeInterval``
+before its revive time (``popTime + invisibleTime``) and its acks at the revive time, in delivery
+order, so the revive log's own progress says when a checkpoint is complete: each queue keeps the
+latest delivery time it has read (``endTime``), moved to the wall clock only after 3 s without a
+new record while the timer is caught up, and a checkpoint is due once ``endTime`` is more than
+``ackTimeInterval + 1 s`` past its revive time. A slow timer therefore delays a revive instead of
+reviving a message whose ack is still on its way. Every message of a due checkpoint whose bit is
+clear is put again into the POP retry topic
 (``%RETRY%group_topic``, queue 0) with ``reconsumeTimes + 1`` and ``1ST_POP_TIME``, the retry topic
 created on demand with the group's offset on it at 0.
 
@@ -22,11 +27,21 @@ No Trio here: :meth:`PopReviveService.revive_round` is stepped by a loop with a 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from broker.controller import BrokerController
-from broker.pop.records import ACK_TAG, BATCH_ACK_TAG, CK_TAG, FIRST_POP_TIME, REVIVE_GROUP, PopConfig
+from broker.pop.records import (
+    ACK_TAG,
+    ACK_TIME_INTERVAL_MS,
+    BATCH_ACK_TAG,
+    CK_TAG,
+    FIRST_POP_TIME,
+    REVIVE_GROUP,
+    PopConfig,
+)
 from broker.pop.state import PopState
 from broker.pop.writer import RecordWriter
+from broker.timer.service import TIMER_DELIVER_MS
 from codec.bodies.pop import AckMsg, BatchAckMsg, PopCheckPoint
 from codec.bodies.register import PERM_READ, PERM_WRITE
 from codec.errors import CodecError
@@ -36,7 +51,8 @@ from codec.properties import TAGS, decode_properties, encode_properties
 
 logger = logging.getLogger(__name__)
 
-REVIVE_MARGIN_MS = 1000  # after the revive time, before a checkpoint's unacked messages go out
+DUE_AFTER_MS = ACK_TIME_INTERVAL_MS + 1000  # endTime past a revive time before it goes out
+IDLE_MOVE_MS = 3000  # no new record this long (and the timer caught up): endTime moves to now
 SCAN_BATCH = 32  # PopReviveService reads the revive queue 32 records at a time
 MAX_SCAN_PER_ROUND = 4096  # records read per queue and round; the rest is read next round
 
@@ -51,19 +67,28 @@ def ck_key(
 class ReviveQueue:
     """What one revive queue has read and not yet handled."""
 
-    __slots__ = ("next_offset", "pending")
+    __slots__ = ("end_time", "next_offset", "pending")
 
     def __init__(self) -> None:
         self.next_offset = -1  # -1: start from the committed offset
         self.pending: dict[str, PopCheckPoint] = {}
+        self.end_time = 0  # consumeReviveMessage's endTime: the latest delivery time read, in ms
 
 
 class PopReviveService:
     def __init__(
-        self, broker: BrokerController, pop: PopConfig, writer: RecordWriter, state: PopState | None = None
+        self,
+        broker: BrokerController,
+        pop: PopConfig,
+        writer: RecordWriter,
+        state: PopState | None = None,
+        timer_caught_up: Callable[[int], bool] = lambda _now_ms: True,
     ) -> None:
-        """``state``: the in-flight counts a revived message no longer adds to."""
+        """``state``: the in-flight counts a revived message no longer adds to; ``timer_caught_up``
+        says whether the timer has read and delivered everything due at a time (Java's
+        ``getDequeueBehind() <= 0 && getEnqueueBehind() <= 0``)."""
         self.state = state
+        self.timer_caught_up = timer_caught_up
         self.broker = broker
         self.pop = pop
         self.writer = writer
@@ -77,8 +102,9 @@ class PopReviveService:
 
     # -- consumeReviveMessage ----------------------------------------------------------------------
 
-    def scan(self, queue_id: int) -> int:
-        """Read the records delivered to one revive queue since the last scan; the count read."""
+    def scan(self, queue_id: int, now_ms: int) -> int:
+        """Read the records delivered to one revive queue since the last scan and move its
+        ``endTime``; the count read."""
         rq = self.queues[queue_id]
         store = self.broker.store
         if rq.next_offset < 0:
@@ -96,12 +122,23 @@ class PopReviveService:
                 self._take(rq, data, offset)
             read += len(result.buffers)
             rq.next_offset = result.next_begin_offset
+        if (
+            not read
+            and rq.end_time
+            and now_ms - rq.end_time > IDLE_MOVE_MS
+            and self.timer_caught_up(now_ms)
+        ):
+            rq.end_time = now_ms
         return read
 
     def _take(self, rq: ReviveQueue, data: bytes, offset: int) -> None:
         try:
             record = decode_record(data)
-            tag = decode_properties(record.properties).get(TAGS)
+            props = decode_properties(record.properties)
+            deliver = props.get(TIMER_DELIVER_MS, "")
+            if deliver.isdigit():
+                rq.end_time = max(rq.end_time, int(deliver))
+            tag = props.get(TAGS)
             if tag == CK_TAG:
                 ck = PopCheckPoint.decode(record.body)
                 ck.revive_offset = offset
@@ -162,16 +199,16 @@ class PopReviveService:
         """Scan every revive queue, revive what is due; the number of messages put back."""
         total = 0
         for queue_id in range(len(self.queues)):
-            self.scan(queue_id)
-            total += await self.revive_queue(queue_id, now_ms)
+            self.scan(queue_id, now_ms)
+            total += await self.revive_queue(queue_id)
         return total
 
-    async def revive_queue(self, queue_id: int, now_ms: int) -> int:
+    async def revive_queue(self, queue_id: int) -> int:
         rq = self.queues[queue_id]
         revived = 0
         last_done = -1
         for key, ck in sorted(rq.pending.items(), key=lambda item: item[1].revive_offset):
-            if ck.revive_time + REVIVE_MARGIN_MS > now_ms:
+            if rq.end_time - ck.revive_time <= DUE_AFTER_MS:
                 break
             revived += await self._revive_ck(ck)
             del rq.pending[key]

@@ -8,6 +8,7 @@ returned :class:`PopService` has the Trio loop that steps the revive service eve
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import trio
 
@@ -26,10 +27,14 @@ logger = logging.getLogger(__name__)
 
 
 class PopService:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(
+        self, broker: BrokerController, timer_caught_up: Callable[[int], bool] = lambda _now_ms: True
+    ) -> None:
         self.config = PopConfig.of(broker.config)
         self.processor = PopProcessor(broker, self.config)
-        self.revive = PopReviveService(broker, self.config, self.processor.writer, self.processor.state)
+        self.revive = PopReviveService(
+            broker, self.config, self.processor.writer, self.processor.state, timer_caught_up
+        )
         self.assignment = QueryAssignmentProcessor(broker, self.config)
         processor = self.processor
         self.notification = NotificationProcessor(
@@ -72,9 +77,14 @@ class PopService:
             logger.error("could not persist %s: %s", CONSUMER_ORDER_INFO_JSON, err)
 
 
-def register_pop(broker: BrokerController, dispatcher: Dispatcher) -> PopService:
-    """Register the POP request codes on ``dispatcher``; the service whose ``run`` revives."""
-    service = PopService(broker)
+def register_pop(
+    broker: BrokerController,
+    dispatcher: Dispatcher,
+    timer_caught_up: Callable[[int], bool] = lambda _now_ms: True,
+) -> PopService:
+    """Register the POP request codes on ``dispatcher``; the service whose ``run`` revives.
+    ``timer_caught_up``: whether the timer, which delivers the revive records, is caught up."""
+    service = PopService(broker, timer_caught_up)
     service.revive.ensure_topic()
     service.processor.register(dispatcher)
     service.assignment.register(dispatcher)

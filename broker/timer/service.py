@@ -139,6 +139,13 @@ class TimerMessageService:
     def pending(self) -> int:
         return len(self._due)
 
+    def caught_up(self, now_ms: int) -> bool:
+        """Whether every timer message stored has been read and every one due by ``now_ms``
+        delivered (``TimerMessageStore.getEnqueueBehind`` and ``getDequeueBehind`` at 0)."""
+        if self.store.get_max_offset_in_queue(TIMER_TOPIC, 0) > self.scanned:
+            return False
+        return not self._due or self._due[0][0] + self.precision_ms > now_ms
+
     def scan(self) -> int:
         """Read the due time of every record that arrived in the timer queue; returns how many."""
         found = 0
