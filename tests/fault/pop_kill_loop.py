@@ -157,3 +157,43 @@ def run_pop_kill_loop(
     result.duplicates = sum(n - 1 for n in ledger.pops.values() if n > 1)
     result.after_ack = ledger.after_ack
     return result
+
+
+def run_pop_without_kills(
+    root: Path, seconds: float, drain_timeout_s: float = DRAIN_TIMEOUT_S
+) -> PopKillResult:
+    """The same sender and consumer for ``seconds`` under SYNC_FLUSH with no kill, then a drain:
+    the baseline in which an acknowledged message must never be popped again."""
+    started = time.monotonic()
+    result = PopKillResult()
+    ledger = _Ledger()
+    gateway = GatewayProcess(root, SYNC_FLUSH_CONF)
+    gateway.start()
+    try:
+        with BlockingClient(gateway.broker_addr) as admin:
+            created = admin.invoke(create_topic_command(TOPIC, "1", "1"), 10)
+            assert created.code == ResponseCode.SUCCESS, created.remark
+        stop = threading.Event()
+        threads = [
+            threading.Thread(target=_sender, args=(gateway.broker_addr, "steady", ledger, stop), daemon=True),
+            threading.Thread(target=_popper, args=(gateway.broker_addr, ledger, stop), daemon=True),
+        ]
+        for t in threads:
+            t.start()
+        time.sleep(seconds)
+        stop.set()
+        for t in threads:
+            t.join(30)
+        drain_started = time.monotonic()
+        _drain(gateway.broker_addr, ledger, drain_timeout_s)
+        result.drain_s = time.monotonic() - drain_started
+        gateway.stop()
+    finally:
+        gateway.kill()
+        result.elapsed_s = time.monotonic() - started
+    result.sent = len(ledger.sent)
+    result.consumed = len(ledger.consumed)
+    result.lost = [b.decode() for b in ledger.sent if b not in ledger.consumed]
+    result.duplicates = sum(n - 1 for n in ledger.pops.values() if n > 1)
+    result.after_ack = ledger.after_ack
+    return result
