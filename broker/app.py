@@ -21,6 +21,7 @@ from typing import Any
 import trio
 
 from broker.auth.service import BrokerAuth
+from broker.cold_data import ColdDataFlowControl
 from broker.config import BrokerConfig
 from broker.controller import BrokerController, store_config_of
 from broker.long_polling import PullHoldService
@@ -80,7 +81,7 @@ def build_dispatcher(
     QueryMessageProcessor(controller).register(dispatcher)
     EndTransactionProcessor(controller).register(dispatcher)
     ReplyMessageProcessor(controller).register(dispatcher)
-    AdminOpsProcessor(controller).register(dispatcher)
+    AdminOpsProcessor(controller, ColdDataFlowControl()).register(dispatcher)
     BrokerStatusProcessor(controller, stats).register(dispatcher)
     ClientOpsProcessor(controller).register(dispatcher)
     return dispatcher
