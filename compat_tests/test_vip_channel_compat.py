@@ -18,8 +18,7 @@ import pytest
 
 from compat_tests.frame_oracle import parse_command, split_frames
 from compat_tests.scenario import CLIENT_LINES, of, run_scenario
-from compat_tests.targets import Target
-from compat_tests.test_admin_compat import broker_addr
+from compat_tests.targets import ReferenceTarget, Target
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
@@ -30,8 +29,11 @@ READ_TIMEOUT_S = 10.0
 
 
 def vip_addr(target: Target) -> tuple[str, int]:
-    host, port = broker_addr(target).rsplit(":", 1)
-    return host, int(port) - 2
+    """Port - 2 of the target's broker (every gateway target kind has ``broker_port``)."""
+    if isinstance(target, ReferenceTarget):
+        return "127.0.0.1", target.servers.broker_port - 2
+    port: int = getattr(target, "broker_port")  # noqa: B009 - not part of the Target protocol
+    return "127.0.0.1", port - 2
 
 
 def raw_request(addr: tuple[str, int], code: int, ext: dict[str, str]) -> dict[str, object]:
