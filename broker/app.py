@@ -21,6 +21,7 @@ from typing import Any
 import trio
 
 from broker.auth.service import BrokerAuth
+from broker.cold_data import ColdDataFlowControl
 from broker.config import BrokerConfig
 from broker.controller import BrokerController, store_config_of
 from broker.long_polling import PullHoldService
@@ -44,6 +45,7 @@ from broker.schedule import DELAY_OFFSET_JSON, FIRST_DELAY_S, PERSIST_INTERVAL_S
 from broker.stats import BrokerStats
 from broker.timer.service import TIMER_PROGRESS_JSON, TimerMessageService
 from broker.transaction.service import TransactionalMessageService
+from broker.vip import VipDispatcher, vip_port_of
 from codec.bodies.register import TopicConfig
 from codec.errors import RocketMQError
 from gateway.transport.config import ServerConfig
@@ -59,6 +61,7 @@ HOUSEKEEPING_INTERVAL_S = 10.0  # ClientHousekeepingService scan period
 TOPICS_JSON = "topics.json"
 GROUPS_JSON = "subscriptionGroup.json"
 OFFSETS_JSON = "consumerOffset.json"
+VIP_BIND_ATTEMPTS = 20  # ephemeral ports tried for a free pair (p, p - 2) when the port is 0
 
 
 def build_dispatcher(
@@ -79,7 +82,7 @@ def build_dispatcher(
     QueryMessageProcessor(controller).register(dispatcher)
     EndTransactionProcessor(controller).register(dispatcher)
     ReplyMessageProcessor(controller).register(dispatcher)
-    AdminOpsProcessor(controller).register(dispatcher)
+    AdminOpsProcessor(controller, ColdDataFlowControl()).register(dispatcher)
     BrokerStatusProcessor(controller, stats).register(dispatcher)
     ClientOpsProcessor(controller).register(dispatcher)
     return dispatcher
@@ -100,6 +103,7 @@ class Broker:
         server_config: ServerConfig,
         listeners: list[trio.SocketListener],
         stop: trio.Event,
+        vip_listeners: list[trio.SocketListener] | None = None,
     ) -> None:
         self.config = config
         self.stats = BrokerStats(config.broker_cluster_name)
@@ -124,6 +128,11 @@ class Broker:
         self.pop = register_pop(self.controller, self.dispatcher, self.timers.caught_up)
         self.server = RemotingServer(self.dispatcher, server_config, name="broker", listeners=listeners)
         self.server.on_disconnect.append(self._connection_closed)
+        vip = dataclasses.replace(server_config, port=vip_port_of(config.listen_port))
+        self.vip_server = RemotingServer(VipDispatcher(self.dispatcher), vip, "broker-vip", vip_listeners)
+        # One connection id sequence for both ports: the client tables are keyed by it.
+        self.vip_server._ids = self.server._ids
+        self.vip_server.on_disconnect.append(self._connection_closed)
         self._stop = stop
 
     # -- persistence -----------------------------------------------------------------------------
@@ -190,6 +199,7 @@ class Broker:
             await nursery.start(self.messages.run_group_commit)
             await nursery.start(self.messages.run_ticker)
             await nursery.start(self.server.run)
+            await nursery.start(self.vip_server.run)
             nursery.start_soon(self._deliver_delayed)
             nursery.start_soon(self._deliver_timers)
             nursery.start_soon(self._check_transactions)
@@ -198,7 +208,10 @@ class Broker:
             await nursery.start(self.registrar.run)
             nursery.start_soon(self._housekeeping)
             logger.info(
-                "broker %s listening on %s", self.config.broker_name, ", ".join(self.server.addresses)
+                "broker %s listening on %s, VIP channel on %s",
+                self.config.broker_name,
+                ", ".join(self.server.addresses),
+                ", ".join(self.vip_server.addresses),
             )
             task_status.started(self.server)
             await self._stop.wait()
@@ -206,8 +219,10 @@ class Broker:
                 await self.registrar.unregister_all()
             self.controller.stopping = True
             self.server.shutdown()
+            self.vip_server.shutdown()
             self.hold.wake_all()
             await self.server.wait_closed()
+            await self.vip_server.wait_closed()
             nursery.cancel_scope.cancel()
 
     async def _deliver_delayed(self) -> None:
@@ -265,6 +280,7 @@ class Broker:
     def statistics(self) -> dict[str, Any]:
         return {
             "server": self.server.statistics(),
+            "vip_server": self.vip_server.statistics(),
             "clients": self.controller.clients.statistics(),
             "topics": self.controller.topics.statistics(),
             "registrations": self.registrar.registrations,
@@ -272,6 +288,24 @@ class Broker:
             "held_pulls": self.hold.held_count,
             "delayed_delivered": self.controller.schedule.delivered,
         }
+
+
+async def bind_with_vip(host: str, port: int) -> tuple[list[trio.SocketListener], list[trio.SocketListener]]:
+    """Bind the broker's port and its VIP port (:func:`broker.vip.vip_port_of`). With port 0, an
+    ephemeral port ``p`` is kept only if ``p - 2`` is free too (clients derive the VIP address from
+    the registered one), trying up to ``VIP_BIND_ATTEMPTS`` ports; a fixed port whose VIP port is
+    taken fails as the Java broker's start does."""
+    for _ in range(VIP_BIND_ATTEMPTS if port == 0 else 1):
+        listeners = await trio.open_tcp_listeners(port, host=host)
+        bound = int(listeners[0].socket.getsockname()[1])
+        try:
+            return listeners, await trio.open_tcp_listeners(vip_port_of(bound), host=host)
+        except OSError:
+            for listener in listeners:
+                await listener.aclose()
+            if port != 0:
+                raise
+    raise OSError(f"no port p with p - 2 free found on {host} in {VIP_BIND_ATTEMPTS} attempts")
 
 
 class BrokerApp:
@@ -287,15 +321,15 @@ class BrokerApp:
         self._broker: Broker | None = None
 
     async def run(self, *, task_status: trio.TaskStatus[RemotingServer] = trio.TASK_STATUS_IGNORED) -> None:
-        listeners = await trio.open_tcp_listeners(self.server_config.port, host=self.server_config.host)
+        listeners, vip_listeners = await bind_with_vip(self.server_config.host, self.server_config.port)
         try:
             bound_port = int(listeners[0].socket.getsockname()[1])
             config = dataclasses.replace(self.config, listen_port=bound_port)
-            self._broker = Broker(config, self.server_config, listeners, self._stop)
+            self._broker = Broker(config, self.server_config, listeners, self._stop, vip_listeners)
             await self._broker.run(task_status=task_status)
         finally:
             with trio.CancelScope(shield=True):
-                for listener in listeners:  # closed already if the server ran; closing again is a no-op
+                for listener in listeners + vip_listeners:  # closed already if the server ran
                     await listener.aclose()
             self._stopped.set()
 

@@ -23,7 +23,7 @@ class InProcessTarget:
         self.store = workdir / "store"
         self.properties = {"mappedFileSizeCommitLog": COMMIT_LOG_FILE_SIZE, **(broker_conf or {})}
         self.namesrv_port = free_port()
-        self.broker_port = free_port()
+        self.broker_port = free_port(offsets=(-2, 0))  # and its VIP channel at - 2
         self.gateway = self._start()
 
     def _start(self) -> InProcessGateway:

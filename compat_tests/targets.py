@@ -44,7 +44,7 @@ class GatewayTarget:
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
         self.namesrv_port = free_port()
-        self.broker_port = free_port()
+        self.broker_port = free_port(offsets=(-2, 0))  # and its VIP channel at - 2
         self.conf = workdir / "broker.conf"
         lines = {"mappedFileSizeCommitLog": str(256 * 1024 * 1024), **(broker_conf or {})}
         self.conf.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))

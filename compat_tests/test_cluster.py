@@ -85,7 +85,7 @@ class GatewayCluster:
         self._spawn("namesrv", ["namesrv", "--namesrv-port", str(self.namesrv_port), "-c", str(conf)])
 
     def start_broker(self, name: str) -> None:
-        port = self.broker_ports.setdefault(name, free_port(("127.0.0.1",)))
+        port = self.broker_ports.setdefault(name, free_port(("127.0.0.1",), offsets=(-2, 0)))  # VIP at - 2
         conf = self.workdir / f"{name}.conf"
         conf.write_text(
             f"brokerClusterName=DefaultCluster\nbrokerName={name}\nbrokerId=0\nbrokerIP1=127.0.0.1\n"

@@ -10,9 +10,14 @@ answers of a master with no HA peers, no cold-data throttling and no RocksDB sto
   run now (``cleanExpiredConsumerQueue``, ``executeDeleteFilesManually``); unused topics are
   listed in the log (this store keeps their consume queues until the files expire).
 * GET_ALL_PRODUCER_INFO (``producer``), QUERY_CONSUME_QUEUE (``queryCq``).
-* GET_BROKER_HA_STATUS (``haStatus``): a master with no slaves; GET_COLD_DATA_FLOW_CTR_INFO:
-  Java's defaults and empty tables; CHECK_ROCKSDB_CQ_WRITE_PROGRESS / EXPORT_ROCKSDB_CONFIG_TO_JSON:
+* GET_BROKER_HA_STATUS (``haStatus``): a master with no slaves; RESET_MASTER_FLUSH_OFFSET: a
+  master ignores it, as Java's; CHECK_ROCKSDB_CQ_WRITE_PROGRESS / EXPORT_ROCKSDB_CONFIG_TO_JSON:
   what the real broker answers when its store is not RocksDB ("in progress", "export done.").
+* UPDATE_COLD_DATA_FLOW_CTR_CONFIG, REMOVE_COLD_DATA_FLOW_CTR_CONFIG, GET_COLD_DATA_FLOW_CTR_INFO:
+  the per-group thresholds of :class:`broker.cold_data.ColdDataFlowControl`.
+* SET_COMMITLOG_READ_MODE (``setCommitLogReadAheadMode``): ``MADV_NORMAL`` (0) or ``MADV_RANDOM``
+  (1) turns ``dataReadAheadEnable`` on or off, which GET_BROKER_CONFIG then shows; the store reads
+  through the page cache either way, so there are no mappings to advise.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from broker.cold_data import ColdDataFlowControl, java_long
 from broker.controller import BrokerController
 from broker.subscription_group_manager import SubscriptionGroupConfig
 from broker.topic_attributes import requested_attributes
@@ -33,19 +39,21 @@ from codec.codes import LanguageCode, RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.errors import CodecError, RocketMQError
 from codec.headers.admin import QueryConsumeQueueRequestHeader
+from codec.java_properties import parse_properties
 from gateway.transport.dispatch import Dispatcher, RequestContext
 
 logger = logging.getLogger(__name__)
 MAX_QUERY_CQ_UNITS = 10_000  # units one QUERY_CONSUME_QUEUE answers at most (Java: any count)
 
-CG_COLD_READ_THRESHOLD = 3 * 1024 * 1024  # BrokerConfig.cgColdReadThreshold, bytes
-GLOBAL_COLD_READ_THRESHOLD = 100 * 1024 * 1024  # BrokerConfig.globalColdReadThreshold, bytes
 CHECK_IN_PROGRESS = 2  # CheckRocksdbCqWriteResult.CheckStatus.CHECK_IN_PROGRESS
+READ_AHEAD_MODE = "READ_AHEAD_MODE"  # FIleReadaheadMode.READ_AHEAD_MODE, the request's field
+MADV_NORMAL, MADV_RANDOM = 0, 1  # LibC: read ahead on, off
 
 
 class AdminOpsProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerController, cold_data: ColdDataFlowControl) -> None:
         self.broker = broker
+        self.cold_data = cold_data
 
     def register(self, dispatcher: Dispatcher) -> None:
         reg = dispatcher.register
@@ -59,6 +67,10 @@ class AdminOpsProcessor:
         reg(RequestCode.QUERY_CONSUME_QUEUE, self.query_consume_queue, QueryConsumeQueueRequestHeader)
         reg(RequestCode.GET_BROKER_HA_STATUS, self.get_ha_status, None)
         reg(RequestCode.GET_COLD_DATA_FLOW_CTR_INFO, self.get_cold_data_flow_ctr_info, None)
+        reg(RequestCode.UPDATE_COLD_DATA_FLOW_CTR_CONFIG, self.update_cold_data_flow_ctr_config, None)
+        reg(RequestCode.REMOVE_COLD_DATA_FLOW_CTR_CONFIG, self.remove_cold_data_flow_ctr_config, None)
+        reg(RequestCode.SET_COMMITLOG_READ_MODE, self.set_commit_log_read_mode, None)
+        reg(RequestCode.RESET_MASTER_FLUSH_OFFSET, self.reset_master_flush_offset, None)
         reg(RequestCode.CHECK_ROCKSDB_CQ_WRITE_PROGRESS, self.check_rocksdb_cq_write_progress, None)
         reg(RequestCode.EXPORT_ROCKSDB_CONFIG_TO_JSON, self.export_rocksdb_config_to_json, None)
 
@@ -238,18 +250,74 @@ class AdminOpsProcessor:
         }
         return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps(body))
 
+    def reset_master_flush_offset(
+        self, ctx: RequestContext, request: RemotingCommand, _header: Any
+    ) -> RemotingCommand:
+        """``resetMasterFlushOffset``: only a slave moves its copy of the master's flushed offset;
+        a master (the only role this broker plays) answers SUCCESS and changes nothing."""
+        if self.broker.config.broker_id != 0:
+            logger.info(
+                "resetMasterFlushOffset from %s: this broker keeps no slave flush offset", ctx.connection
+            )
+        return request.make_response(ResponseCode.SUCCESS)
+
+    # -- cold data and read ahead ----------------------------------------------------------------
+
     def get_cold_data_flow_ctr_info(
         self, _ctx: RequestContext, request: RemotingCommand, _header: Any
     ) -> RemotingCommand:
-        """``ColdDataCgCtrService.getColdDataFlowCtrInfo`` with nothing throttled."""
-        body = {
-            "runtimeTable": {},
-            "configTable": {},
-            "cgColdReadThreshold": CG_COLD_READ_THRESHOLD,
-            "globalColdReadThreshold": GLOBAL_COLD_READ_THRESHOLD,
-            "globalAcc": 0,
-        }
-        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps(body))
+        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps(self.cold_data.info()))
+
+    def update_cold_data_flow_ctr_config(
+        self, ctx: RequestContext, request: RemotingCommand, _header: Any
+    ) -> RemotingCommand:
+        """The body is ``group=threshold`` properties; as in Java an entry whose threshold is not a
+        long is logged and skipped, and the answer is SUCCESS all the same."""
+        if request.body:
+            props = parse_properties(request.body.decode("utf-8", errors="replace"))
+            logger.info("updateColdDataFlowCtrGroupConfig from %s: %s", ctx.connection, props)
+            for group, value in props.items():
+                threshold = java_long(value)
+                if threshold is None:
+                    logger.error(
+                        "updateColdDataFlowCtrGroupConfig: %s=%r is not a long; skipped", group, value
+                    )
+                    continue
+                self.cold_data.add_or_update_group_config(group, threshold)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def remove_cold_data_flow_ctr_config(
+        self, ctx: RequestContext, request: RemotingCommand, _header: Any
+    ) -> RemotingCommand:
+        """The body is the group's name, taken whole."""
+        if request.body:
+            group = request.body.decode("utf-8", errors="replace")
+            logger.info("removeColdDataFlowCtrGroupConfig from %s: %s", ctx.connection, group)
+            self.cold_data.remove_group_config(group)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def set_commit_log_read_mode(
+        self, _ctx: RequestContext, request: RemotingCommand, _header: Any
+    ) -> RemotingCommand:
+        """``setCommitLogReadaheadMode``, with Java's codes and remarks for each bad request."""
+        if not request.ext_fields:
+            raise RocketMQError(
+                "set commitlog readahead mode param error", response_code=ResponseCode.SYSTEM_ERROR
+            )
+        text = request.ext_fields.get(READ_AHEAD_MODE)
+        mode = java_long(text) if text is not None else None
+        if mode is None or not -(2**31) <= mode < 2**31:  # Integer.parseInt threw
+            raise RocketMQError(
+                "set commitlog readahead mode failed", response_code=ResponseCode.SYSTEM_ERROR
+            )
+        if mode not in (MADV_NORMAL, MADV_RANDOM):
+            raise RocketMQError(
+                "set commitlog readahead mode param value error", response_code=ResponseCode.INVALID_PARAMETER
+            )
+        self.broker.config.extra["dataReadAheadEnable"] = "true" if mode == MADV_NORMAL else "false"
+        return request.make_response(
+            ResponseCode.SUCCESS, f"set commitlog readahead mode success, mode: {mode}"
+        )
 
     def check_rocksdb_cq_write_progress(
         self, _ctx: RequestContext, request: RemotingCommand, _header: Any

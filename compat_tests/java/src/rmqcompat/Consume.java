@@ -15,7 +15,7 @@ import org.apache.rocketmq.common.message.MessageExt;
  * {@code consume}: a DefaultMQPushConsumer (clustering or broadcasting, concurrently or orderly)
  * that answers RECONSUME_LATER / SUSPEND_CURRENT_QUEUE_A_MOMENT to the first reconsume-later=K
  * deliveries of each message and success afterwards; ends at expect= acknowledged messages or
- * after duration= seconds.
+ * after duration= seconds. vip-channel=true: setVipChannelEnabled(true).
  */
 final class Consume {
     private Consume() {
@@ -44,7 +44,7 @@ final class Consume {
 
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
         consumer.setNamesrvAddr(require("namesrv"));
-        consumer.setVipChannelEnabled(false);
+        consumer.setVipChannelEnabled(boolArg("vip-channel"));
         consumer.setInstanceName(instance("consumer"));
         // after a failed pull (e.g. a broker restart) retry after 200 ms instead of the default 3 s
         consumer.getDefaultMQPushConsumerImpl().setPullTimeDelayMillsWhenException(intArg("pull-delay-on-error-ms", 200));

@@ -20,7 +20,8 @@ import org.apache.rocketmq.common.message.Message;
 
 /**
  * {@code produce}: a DefaultMQProducer sends {@code count} messages by sync, async or oneway sends,
- * one by one, through a MessageQueueSelector (selector-keys=N) or in batches (batch=N); one
+ * one by one, through a MessageQueueSelector (selector-keys=N) or in batches (batch=N), over the
+ * broker's VIP port with vip-channel=true (setVipChannelEnabled); one
  * "sent" or "send_error" event per message, then "done".
  */
 final class Produce {
@@ -80,7 +81,7 @@ final class Produce {
 
         DefaultMQProducer producer = new DefaultMQProducer(args.getOrDefault("group", "scenario_producer"));
         producer.setNamesrvAddr(require("namesrv"));
-        producer.setVipChannelEnabled(false);
+        producer.setVipChannelEnabled(boolArg("vip-channel"));
         producer.setInstanceName(args.getOrDefault("instance", "scenario-producer-" + ProcessHandle.current().pid()));
         producer.setSendMsgTimeout(intArg("send-timeout-ms", 5000));
         producer.setRetryTimesWhenSendFailed(intArg("retries", 2));
