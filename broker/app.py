@@ -129,9 +129,10 @@ class Broker:
         self.server = RemotingServer(self.dispatcher, server_config, name="broker", listeners=listeners)
         self.server.on_disconnect.append(self._connection_closed)
         vip = dataclasses.replace(server_config, port=vip_port_of(config.listen_port))
-        self.vip_server = RemotingServer(VipDispatcher(self.dispatcher), vip, "broker-vip", vip_listeners)
         # One connection id sequence for both ports: the client tables are keyed by it.
-        self.vip_server._ids = self.server._ids
+        self.vip_server = RemotingServer(
+            VipDispatcher(self.dispatcher), vip, "broker-vip", vip_listeners, ids=self.server.ids
+        )
         self.vip_server.on_disconnect.append(self._connection_closed)
         self._stop = stop
 

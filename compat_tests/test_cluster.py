@@ -269,8 +269,8 @@ def test_compose_cluster(tmp_path: Path) -> None:
     takes a producer's sends on both, and a push consumer receives them all."""
     ports = {
         "RMQ_NAMESRV_PORT": free_port(("127.0.0.1",)),
-        "RMQ_BROKER_A_PORT": free_port(("127.0.0.1",)),
-        "RMQ_BROKER_B_PORT": free_port(("127.0.0.1",)),
+        "RMQ_BROKER_A_PORT": free_port(("127.0.0.1",), (-2, 0)),  # and its VIP channel at - 2
+        "RMQ_BROKER_B_PORT": free_port(("127.0.0.1",), (-2, 0)),
         "RMQ_BROKER_A_GRPC_PORT": free_port(("127.0.0.1",)),
         "RMQ_BROKER_B_GRPC_PORT": free_port(("127.0.0.1",)),
     }

@@ -73,7 +73,7 @@ class RocketMQGatewayContainer(DockerContainer):
         self.network_mode = network_mode
         self.publish_host = publish_host
         self.namesrv_port = namesrv_port or free_port()
-        self.broker_port = broker_port or free_port()
+        self.broker_port = broker_port or free_port(offsets=(-2, 0))  # and its VIP channel at - 2
         self.grpc_port = grpc_port or free_port()
         self.startup_timeout = startup_timeout
         self.ready: ProbeResult | None = None

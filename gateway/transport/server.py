@@ -19,7 +19,7 @@ import errno
 import itertools
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import trio
@@ -45,15 +45,17 @@ class RemotingServer:
         config: ServerConfig | None = None,
         name: str = "server",
         listeners: list[trio.SocketListener] | None = None,
+        ids: Iterator[int] | None = None,
     ) -> None:
         """``listeners``: sockets already bound (a caller that must know its port before it builds
-        the rest); by default :meth:`run` binds ``config.host``/``config.port``."""
+        the rest); by default :meth:`run` binds ``config.host``/``config.port``. ``ids``: the
+        connection ids, shared by servers whose connections one client table keys by id."""
         self.dispatcher = dispatcher
         self.config = config or ServerConfig()
         self.name = name
         self.connections: dict[int, Connection] = {}
         self.listeners: list[trio.SocketListener] = listeners or []
-        self._ids = itertools.count(1)
+        self.ids = ids if ids is not None else itertools.count(1)
         self._accepting = trio.CancelScope()
         self._done = trio.Event()
         self.accepted = 0
@@ -127,7 +129,7 @@ class RemotingServer:
             nursery.start_soon(self._serve_connection, stream)
 
     async def _serve_connection(self, stream: trio.SocketStream) -> None:
-        conn = Connection(stream, next(self._ids), self.dispatcher, self.config)
+        conn = Connection(stream, next(self.ids), self.dispatcher, self.config)
         self.connections[conn.info.id] = conn
         logger.debug("%s: %s connected", self.name, conn)
         try:
