@@ -21,6 +21,7 @@ from codec.command import RemotingCommand
 from codec.headers.base import EmptyHeader
 from compat_tests.reference import REFERENCE_LIB
 from compat_tests.test_grpc_compat import (
+    FIFO_TOPIC,
     GRPC_CLIENT,
     GrpcTarget,
     _start_ours,
@@ -140,3 +141,14 @@ def test_push_consumer_failing_until_max_attempts_lands_in_the_dlq(consume_targe
     while not dlq and time.monotonic() < deadline:
         dlq = [r.body for queue in stored(consume_target, f"%DLQ%{group}").values() for r in queue]
     assert [b.decode().replace(" ", "_") for b in dlq] == expected
+
+
+def test_push_consumer_of_an_orderly_group_gets_a_message_group_in_order(consume_target: GrpcTarget) -> None:
+    topic, group = FIFO_TOPIC, "GrpcFifoGroup"
+    create_topic(consume_target, topic, "+message.type=FIFO")
+    create_group(consume_target, group, 16, orderly=True)
+    lines = produce(consume_target, tls=False, topic=topic, count=6, option="group=order-7")
+    assert [line.split()[0] for line in lines].count("SENT") == 6, lines
+    lines = consume(consume_target, "push", topic, group, 6, 90)
+    assert "FAILED" not in " ".join(lines), lines
+    assert bodies(lines, "RECEIVED") == [f"grpc_message_{i}_中文" for i in range(6)]
