@@ -10,6 +10,9 @@ read back over it too.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 
@@ -23,6 +26,8 @@ from compat_tests.reference import REFERENCE_LIB
 from compat_tests.test_grpc_compat import (
     FIFO_TOPIC,
     GRPC_CLIENT,
+    REPO,
+    RUN_TIMEOUT_S,
     GrpcTarget,
     _start_ours,
     _start_real,
@@ -152,3 +157,26 @@ def test_push_consumer_of_an_orderly_group_gets_a_message_group_in_order(consume
     lines = consume(consume_target, "push", topic, group, 6, 90)
     assert "FAILED" not in " ".join(lines), lines
     assert bodies(lines, "RECEIVED") == [f"grpc_message_{i}_中文" for i in range(6)]
+
+
+def test_python_simple_consumer_receives_and_acks_everything(consume_target: GrpcTarget) -> None:
+    """rocketmq-python-client 5.1.2's SimpleConsumer, plaintext, in its own process."""
+    topic, group = "GrpcConsumePython", "GrpcPythonGroup"
+    create_topic(consume_target, topic)
+    create_group(consume_target, group, 16)
+    expected = sent_bodies(consume_target, topic, 3)
+    command = [sys.executable, "-m", "compat_tests.grpc_python_consumer", consume_target.grpc_addr]
+    result = subprocess.run(
+        [*command, topic, group, "3", "60"],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+        cwd=REPO,
+        env={**os.environ, "HOME": str(consume_target.home)},
+    )
+    lines = [line for line in result.stdout.splitlines() if line.split(" ", 1)[0].isupper()]
+    assert lines[:1] == ["STARTED"], result.stdout + result.stderr[-3000:]
+    assert "FAILED" not in " ".join(lines), lines
+    assert sorted(bodies(lines, "ACKED")) == sorted(expected)
+    assert lines[-2:] == ["EMPTY", "DONE"]
