@@ -145,7 +145,7 @@ async def start_grpc(nursery: trio.Nursery, broker: BrokerApp, config: GrpcServe
     def methods() -> Any:
         from broker.grpc.service import MessagingService  # protobuf: loaded with the first client
 
-        return MessagingService(broker.controller, port).methods
+        return MessagingService(broker.controller, port, broker.broker.pop.processor).methods
 
     server = GrpcServer(methods, config, context, listeners)
     await nursery.start(server.run)

@@ -51,6 +51,8 @@ MAY_WAIT = frozenset(
         "broker.pop.processor",  # the POP handlers that wait (long polling, record puts)
         "broker.pop.service",  # the revive loop
         "broker.pop.notification",  # NOTIFICATION waits like a POP for an arrival or its poll time
+        "broker.grpc.consumer",  # ReceiveMessage long-polls through the POP processor
+        "broker.grpc.service",  # the gRPC method table, which holds ReceiveMessage
         "namesrv.app",  # the NameServer's Trio wiring
     }
 )

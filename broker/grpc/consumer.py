@@ -1,0 +1,391 @@
+"""ReceiveMessage, AckMessage, ChangeInvisibleDuration and ForwardMessageToDeadLetterQueue.
+
+Mirrors ``ReceiveMessageActivity`` / ``ReceiveMessageResponseStreamWriter``, ``AckMessageActivity``
+(one ack per entry: ``enableBatchAck`` is off by default), ``ChangeInvisibleDurationActivity``,
+``ForwardMessageToDLQActivity``, the Proxy's ``ConsumerProcessor`` (receipt handles, the result
+filter) and ``LocalMessageService``, which in local mode hands POP_MESSAGE, ACK_MESSAGE,
+CHANGE_MESSAGE_INVISIBLETIME and CONSUMER_SEND_MSG_BACK commands to the broker's own processors:
+so does this, so a gRPC consumer and a remoting POP consumer of one group share every offset,
+checkpoint and orderly lock.
+
+A receipt handle is the POP ``extraInfo`` of the message with its commit-log offset appended
+(``ReceiptHandle.encode``). The Proxy's server-side renewal of handles for push consumers
+(``DefaultReceiptHandleManager``) is not done: a receive with ``auto_renew`` gets the Proxy's
+default invisible time (60 s) and the client's own change of invisible duration is what extends it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import logging
+from collections.abc import Callable
+
+from google.protobuf.message import DecodeError
+
+from broker.controller import BrokerController
+from broker.grpc.common import OK, Call, ClientContext, StatusError, status, status_of
+from broker.grpc.convert import to_message
+from broker.grpc.route import check_topic
+from broker.pop.pop_filter import pop_message_filter
+from broker.pop.processor import PopProcessor
+from broker.processors.send_back import SendMessageBackProcessor
+from codec.bodies.heartbeat import EXPRESSION_SQL92, EXPRESSION_TAG
+from codec.codes import RequestCode, ResponseCode
+from codec.command import RemotingCommand
+from codec.errors import CodecError, RocketMQError
+from codec.extra_info import (
+    build_extra_info,
+    parse_extra_info,
+    parse_order_count_info,
+    parse_start_offset_info,
+    real_topic,
+    retry_flag,
+)
+from codec.headers.client import ConsumerSendMsgBackRequestHeader
+from codec.headers.pop import (
+    CONSUME_INIT_MODE_MAX,
+    AckMessageRequestHeader,
+    ChangeInvisibleTimeRequestHeader,
+    PopMessageRequestHeader,
+    PopMessageResponseHeader,
+)
+from codec.message import MessageRecord, iter_records
+from codec.properties import POP_CK, decode_properties
+from gateway.transport.dispatch import ConnectionInfo, RequestContext
+from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
+from gateway.transport.grpc.status import GrpcError, StatusCode
+
+logger = logging.getLogger(__name__)
+
+# ProxyConfig defaults.
+MIN_LONG_POLLING_MS = 5_000
+MAX_LONG_POLLING_MS = 20_000
+DEFAULT_INVISIBLE_MS = 60_000
+MIN_INVISIBLE_MS_FOR_RECV = 10_000
+MAX_INVISIBLE_MS = 12 * 3600 * 1000
+MAX_MSG_NUMS_FOR_POP = 32  # ProxyUtils.MAX_MSG_NUMS_FOR_POP_REQUEST
+DEFAULT_MAX_ATTEMPTS = 17  # a consumer without settings: the default group's 16 retries + 1
+
+
+class ReceiptHandle:
+    """``ReceiptHandle.decode``: the POP ``extraInfo`` fields and the commit-log offset."""
+
+    def __init__(self, text: str) -> None:
+        parts = text.split(" ")
+        if len(parts) < 8:
+            raise StatusError(pb.INVALID_RECEIPT_HANDLE, f"Parse failed, dataList size {len(parts)}")
+        try:
+            self.info = parse_extra_info(" ".join(parts[:8]))
+            self.commit_log_offset = int(parts[8]) if len(parts) > 8 else -1
+        except (CodecError, ValueError) as err:
+            raise StatusError(pb.INVALID_RECEIPT_HANDLE, f"receipt handle is malformed: {err}") from None
+        self.text = text
+
+    @property
+    def queue_id(self) -> int:
+        return self.info.queue_id or 0
+
+    @property
+    def offset(self) -> int:
+        return self.info.queue_offset or 0
+
+    def expired(self, now_ms: int) -> bool:
+        return self.info.pop_time + self.info.invisible_time <= now_ms
+
+
+def polling_time(request: pb.ReceiveMessageRequest) -> int:
+    """The long-polling time as ``ReceiveMessageActivity`` clamps it (the call deadline is the
+    client's, which it sets past the polling time)."""
+    wanted = request.long_polling_timeout.ToMilliseconds() if request.HasField("long_polling_timeout") else 0
+    return min(max(wanted, MIN_LONG_POLLING_MS), MAX_LONG_POLLING_MS)
+
+
+class ConsumerActivity:
+    """The consuming RPCs over the broker's POP processor; see the module docstring."""
+
+    def __init__(
+        self,
+        broker: BrokerController,
+        pop: PopProcessor,
+        settings_of: Callable[[str], pb.Settings | None] | None = None,
+    ) -> None:
+        self.broker = broker
+        self.pop = pop
+        self.send_back = SendMessageBackProcessor(broker)
+        self.settings_of = settings_of
+        self._connections = itertools.count(1 << 46)
+
+    def _ctx(self, ctx: ClientContext) -> RequestContext:
+        return RequestContext(ConnectionInfo(next(self._connections), ctx.remote_addr, ""))
+
+    def _settings(self, ctx: ClientContext) -> pb.Settings | None:
+        return self.settings_of(ctx.client_id) if self.settings_of and ctx.client_id else None
+
+    def _max_attempts(self, ctx: ClientContext) -> int:
+        settings = self._settings(ctx)
+        if settings is not None and settings.backoff_policy.max_attempts > 0:
+            return settings.backoff_policy.max_attempts
+        return DEFAULT_MAX_ATTEMPTS
+
+    def _fifo(self, ctx: ClientContext) -> bool:
+        settings = self._settings(ctx)
+        return settings is not None and settings.subscription.fifo
+
+    # -- ReceiveMessage ----------------------------------------------------------------------------
+
+    async def receive_message(self, call: Call) -> None:
+        """The server stream: a status, the messages when there are some, the delivery timestamp."""
+        payload = await call.receive()
+        if payload is None:
+            raise GrpcError(StatusCode.INTERNAL, "no request message")
+        try:
+            request = pb.ReceiveMessageRequest.FromString(payload)
+        except DecodeError as err:
+            raise GrpcError(StatusCode.INVALID_ARGUMENT, f"malformed ReceiveMessageRequest: {err}") from None
+        ctx = ClientContext.of(call)
+        try:
+            messages = await self._receive(ctx, request)
+        except (StatusError, RocketMQError) as err:
+            await call.send(pb.ReceiveMessageResponse(status=status_of(err)).SerializeToString())
+        else:
+            if isinstance(messages, pb.Status):
+                await call.send(pb.ReceiveMessageResponse(status=messages).SerializeToString())
+            else:
+                await call.send(pb.ReceiveMessageResponse(status=OK).SerializeToString(), flush=False)
+                for message in messages:
+                    await call.send(
+                        pb.ReceiveMessageResponse(message=message).SerializeToString(), flush=False
+                    )
+        stamp = pb.ReceiveMessageResponse()
+        stamp.delivery_timestamp.FromMilliseconds(self.broker.now_ms())
+        await call.send(stamp.SerializeToString())
+
+    async def _receive(
+        self, ctx: ClientContext, request: pb.ReceiveMessageRequest
+    ) -> list[pb.Message] | pb.Status:
+        topic = check_topic(request.message_queue.topic, self.broker.topics)
+        group = request.group.name
+        if not group:
+            raise StatusError(pb.ILLEGAL_CONSUMER_GROUP, "consumer group cannot be empty")
+        if request.auto_renew:
+            invisible = DEFAULT_INVISIBLE_MS
+        else:
+            invisible = request.invisible_duration.ToMilliseconds()
+            if not MIN_INVISIBLE_MS_FOR_RECV <= invisible <= MAX_INVISIBLE_MS:
+                raise StatusError(
+                    pb.ILLEGAL_INVISIBLE_TIME,
+                    f"the invisibleTime is illegal: must be between {MIN_INVISIBLE_MS_FOR_RECV}"
+                    f" and {MAX_INVISIBLE_MS}",
+                )
+        expression = request.filter_expression
+        exp_type = EXPRESSION_SQL92 if expression.type == pb.SQL else EXPRESSION_TAG
+        exp = expression.expression or "*"
+        try:
+            pop_message_filter(topic, group, exp, exp_type, self.broker.now_ms())
+        except RocketMQError as err:
+            raise StatusError(pb.ILLEGAL_FILTER_EXPRESSION, str(err)) from None
+        header = PopMessageRequestHeader(
+            consumer_group=group,
+            topic=topic,
+            queue_id=-1,
+            max_msg_nums=min(request.batch_size, MAX_MSG_NUMS_FOR_POP),
+            invisible_time=invisible,
+            poll_time=polling_time(request),
+            born_time=self.broker.now_ms(),
+            init_mode=CONSUME_INIT_MODE_MAX,
+            exp_type=exp_type,
+            exp=exp,
+            order=self._fifo(ctx),
+            attempt_id=request.attempt_id if request.HasField("attempt_id") else None,
+        )
+        command = RemotingCommand.request(RequestCode.POP_MESSAGE, header)
+        response = await self.pop.pop_message(self._ctx(ctx), command, header)
+        if response.code == ResponseCode.POLLING_FULL:
+            return status(pb.TOO_MANY_REQUESTS, "polling full")
+        if response.code in (ResponseCode.POLLING_TIMEOUT, ResponseCode.PULL_NOT_FOUND):
+            return status(pb.MESSAGE_NOT_FOUND, "no new message")
+        if response.code != ResponseCode.SUCCESS:
+            raise StatusError(pb.INTERNAL_SERVER_ERROR, response.remark or str(response.code))
+        answer = response.header(PopMessageResponseHeader)
+        found = self._with_handles(header, answer, response.body or b"")
+        max_attempts = self._max_attempts(ctx)
+        messages = []
+        for record, props in found:
+            if record.reconsume_times >= max_attempts:
+                # PopMessageResultFilterImpl: TO_DLQ, forwarded and not handed out.
+                await self._forward_to_dlq(
+                    ctx, ReceiptHandle(props[POP_CK]), props.get("UNIQ_KEY", ""), group, topic
+                )
+                continue
+            message = to_message(record, props)
+            message.system_properties.receipt_handle = props[POP_CK]
+            messages.append(message)
+        if not messages:
+            return status(pb.MESSAGE_NOT_FOUND, "no match message")
+        return messages
+
+    def _with_handles(
+        self, header: PopMessageRequestHeader, answer: PopMessageResponseHeader, body: bytes
+    ) -> list[tuple[MessageRecord, dict[str, str]]]:
+        """``LocalMessageService.popMessage`` + ``ConsumerProcessor.createHandle``: each record's
+        POP_CK (built from the start offsets unless the broker set it) and commit-log offset."""
+        starts = parse_start_offset_info(answer.start_offset_info) or {}
+        counts = parse_order_count_info(answer.order_count_info) if header.is_order() else None
+        broker_name = self.broker.config.broker_name
+        out = []
+        for record in iter_records(body):
+            props = decode_properties(record.properties)
+            if POP_CK not in props:
+                key = f"{retry_flag(record.topic)}@{record.queue_id}"
+                props[POP_CK] = build_extra_info(
+                    starts.get(key, record.queue_offset),
+                    answer.pop_time,
+                    answer.invisible_time,
+                    answer.revive_qid,
+                    record.topic,
+                    broker_name,
+                    record.queue_id,
+                    record.queue_offset,
+                )
+                count = (counts or {}).get(key)
+                if count:
+                    record.reconsume_times = count
+            props[POP_CK] = f"{props[POP_CK]} {record.physical_offset}"
+            props.setdefault("1ST_POP_TIME", str(answer.pop_time))
+            record.topic = header.topic
+            out.append((record, props))
+        return out
+
+    # -- AckMessage ----------------------------------------------------------------------------------
+
+    async def ack_message(self, ctx: ClientContext, request: pb.AckMessageRequest) -> pb.AckMessageResponse:
+        topic = check_topic(request.topic, self.broker.topics)
+        group = request.group.name
+        entries = []
+        for entry in request.entries:
+            try:
+                ok = await self._ack(ctx, ReceiptHandle(entry.receipt_handle), group, topic)
+                result = OK if ok else status(pb.INTERNAL_SERVER_ERROR, "ack failed: status is abnormal")
+            except (StatusError, RocketMQError) as err:
+                result = status_of(err)
+            entries.append(
+                pb.AckMessageResultEntry(
+                    message_id=entry.message_id, receipt_handle=entry.receipt_handle, status=result
+                )
+            )
+        codes = {e.status.code for e in entries}
+        if len(codes) > 1:
+            overall = status(pb.MULTIPLE_RESULTS)
+        elif codes:
+            overall = status(codes.pop())
+        else:
+            overall = status(pb.INTERNAL_SERVER_ERROR, "ack message result is empty")
+        return pb.AckMessageResponse(status=overall, entries=entries)
+
+    async def _ack(self, ctx: ClientContext, handle: ReceiptHandle, group: str, topic: str) -> bool:
+        """``ConsumerProcessor.ackMessage``: True when the broker answered SUCCESS."""
+        if handle.expired(self.broker.now_ms()):
+            raise StatusError(pb.INVALID_RECEIPT_HANDLE, "receipt handle is expired")
+        header = AckMessageRequestHeader(
+            consumer_group=group,
+            topic=real_topic(topic, group, handle.info.retry_flag),
+            queue_id=handle.queue_id,
+            extra_info=handle.text,
+            offset=handle.offset,
+        )
+        command = RemotingCommand.request(RequestCode.ACK_MESSAGE, header)
+        try:
+            response = await self.pop.ack_message(self._ctx(ctx), command, header)
+        except (RocketMQError, CodecError):
+            return False
+        return response.code == ResponseCode.SUCCESS
+
+    # -- ChangeInvisibleDuration ---------------------------------------------------------------------
+
+    async def change_invisible_duration(
+        self, ctx: ClientContext, request: pb.ChangeInvisibleDurationRequest
+    ) -> pb.ChangeInvisibleDurationResponse:
+        topic = check_topic(request.topic, self.broker.topics)
+        group = request.group.name
+        handle = ReceiptHandle(request.receipt_handle)
+        invisible = request.invisible_duration.ToMilliseconds()
+        if invisible < 0 or invisible > MAX_INVISIBLE_MS:
+            raise StatusError(pb.ILLEGAL_INVISIBLE_TIME, "the invisibleTime is illegal")
+        if handle.expired(self.broker.now_ms()):
+            raise StatusError(pb.INVALID_RECEIPT_HANDLE, "receipt handle is expired")
+        header = ChangeInvisibleTimeRequestHeader(
+            consumer_group=group,
+            topic=real_topic(topic, group, handle.info.retry_flag),
+            queue_id=handle.queue_id,
+            extra_info=handle.text,
+            offset=handle.offset,
+            invisible_time=invisible,
+        )
+        command = RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header)
+        failed = pb.ChangeInvisibleDurationResponse(
+            status=status(pb.INTERNAL_SERVER_ERROR, "changeInvisibleDuration failed: status is abnormal")
+        )
+        try:
+            response = await self.pop.change_invisible_time(self._ctx(ctx), command, header)
+        except (RocketMQError, CodecError):
+            return failed
+        if response.code != ResponseCode.SUCCESS:
+            return failed
+        fields = response.ext_fields or {}
+        info = handle.info
+        # LocalMessageService.changeInvisibleTime: the old handle with the new popTime/invisibleTime.
+        new_handle = " ".join(
+            str(v)
+            for v in (
+                info.ck_queue_offset,
+                fields.get("popTime", "0"),
+                fields.get("invisibleTime", str(invisible)),
+                fields.get("reviveQid", str(info.revive_qid)),
+                info.retry_flag,
+                info.broker_name,
+                handle.queue_id,
+                handle.offset,
+                handle.commit_log_offset,
+            )
+        )
+        return pb.ChangeInvisibleDurationResponse(status=OK, receipt_handle=new_handle)
+
+    # -- ForwardMessageToDeadLetterQueue -------------------------------------------------------------
+
+    async def forward_message_to_dead_letter_queue(
+        self, ctx: ClientContext, request: pb.ForwardMessageToDeadLetterQueueRequest
+    ) -> pb.ForwardMessageToDeadLetterQueueResponse:
+        topic = check_topic(request.topic, self.broker.topics)
+        handle = ReceiptHandle(request.receipt_handle)
+        code = await self._forward_to_dlq(ctx, handle, request.message_id, request.group.name, topic)
+        if code == ResponseCode.SUCCESS:
+            return pb.ForwardMessageToDeadLetterQueueResponse(status=OK)
+        return pb.ForwardMessageToDeadLetterQueueResponse(
+            status=status(pb.INTERNAL_SERVER_ERROR, f"forward to dead letter queue failed, code={code}")
+        )
+
+    async def _forward_to_dlq(
+        self, ctx: ClientContext, handle: ReceiptHandle, message_id: str, group: str, topic: str
+    ) -> int:
+        """``ProducerProcessor.forwardMessageToDeadLetterQueue``: a send-back with
+        ``maxReconsumeTimes`` 0 (so to ``%DLQ%group``), then the ack of the handle."""
+        if handle.commit_log_offset < 0:
+            raise StatusError(pb.INVALID_RECEIPT_HANDLE, "commit log offset is empty")
+        header = ConsumerSendMsgBackRequestHeader(
+            offset=handle.commit_log_offset,
+            group=group,
+            delay_level=-1,
+            origin_msg_id=message_id,
+            origin_topic=real_topic(topic, group, handle.info.retry_flag),
+            max_reconsume_times=0,
+        )
+        command = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, header)
+        answer = self.send_back.consumer_send_msg_back(self._ctx(ctx), command, header)
+        response = await answer if inspect.isawaitable(answer) else answer
+        if response.code == ResponseCode.SUCCESS:
+            try:
+                await self._ack(ctx, handle, group, topic)
+            except StatusError as err:
+                logger.info("grpc: ack after forwarding %s to the DLQ refused: %s", message_id, err.message)
+        return response.code

@@ -1,0 +1,49 @@
+"""The Python RocketMQ 5 gRPC SimpleConsumer (rocketmq-python-client 5.1.2, unmodified) as an
+application uses it, run as its own process by ``compat_tests/test_grpc_consume_compat.py`` (the
+client's generated apache.rocketmq.v2 classes cannot share a descriptor pool with ours).
+
+Prints one line per outcome, as ``rmqgrpc.Consume`` does: ``STARTED``, ``RECEIVED <body>
+<delivery attempt>``, ``ACKED <body>``, ``EMPTY`` (one more receive found nothing), ``FAILED
+<error>``, ``START_FAILED <error>``, ``DONE``; spaces in bodies are written as ``_``.
+
+    python -m compat_tests.grpc_python_consumer ENDPOINT TOPIC GROUP COUNT SECONDS
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from rocketmq import ClientConfiguration, Credentials, FilterExpression, SimpleConsumer
+
+
+def main(endpoint: str, topic: str, group: str, count: int, seconds: float) -> None:
+    configuration = ClientConfiguration(endpoint, Credentials(), request_timeout=10)
+    consumer = SimpleConsumer(configuration, group, {topic: FilterExpression()}, await_duration=5)
+    try:
+        consumer.startup()
+    except Exception as err:  # the client raises its own exception types and plain ones alike
+        print(f"START_FAILED {type(err).__name__} {err}".replace("\n", " "), flush=True)
+        return
+    print("STARTED", flush=True)
+    deadline = time.monotonic() + seconds
+    acked = 0
+    try:
+        while acked < count and time.monotonic() < deadline:
+            for message in consumer.receive(16, 15):
+                body = message.body.decode().replace(" ", "_")
+                print(f"RECEIVED {body} {message.delivery_attempt}", flush=True)
+                consumer.ack(message)
+                acked += 1
+                print(f"ACKED {body}", flush=True)
+        if not consumer.receive(16, 15):
+            print("EMPTY", flush=True)
+    except Exception as err:
+        print(f"FAILED {type(err).__name__} {err}".replace("\n", " "), flush=True)
+    finally:
+        consumer.shutdown()
+    print("DONE", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))

@@ -1,0 +1,182 @@
+"""RocketMQ 5's gRPC consumption: the unmodified rocketmq-client-java 5.0.8 SimpleConsumer and
+PushConsumer against our endpoint and against the real 5.3.3 Proxy in local mode.
+
+The Java side is ``compat_tests/java/grpc5/src/rmqgrpc/Consume.java``; the messages are sent by
+``Produce.java``. Consumer groups with a small retry count are created over the remoting protocol
+on the broker behind each endpoint (as ``mqadmin updateSubGroup``), and the dead letter queue is
+read back over it too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+import trio
+
+from codec.codes import RequestCode, ResponseCode
+from codec.command import RemotingCommand
+from codec.headers.base import EmptyHeader
+from compat_tests.reference import REFERENCE_LIB
+from compat_tests.test_grpc_compat import (
+    FIFO_TOPIC,
+    GRPC_CLIENT,
+    REPO,
+    RUN_TIMEOUT_S,
+    GrpcTarget,
+    _start_ours,
+    _start_real,
+    create_topic,
+    produce,
+    run_java,
+    stored,
+)
+from gateway.transport.client import connect
+
+pytestmark = [pytest.mark.compat, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module", params=["ours", "real"])
+def consume_target(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[GrpcTarget]:
+    import shutil
+
+    if shutil.which("java") is None or not REFERENCE_LIB.is_dir() or not (GRPC_CLIENT / "classes").is_dir():
+        pytest.fail("java, the reference jars or the 5.x gRPC client are missing: run scripts/setup-java.sh")
+    workdir = tmp_path_factory.mktemp(f"grpc-consume-{request.param}")
+    started = _start_ours(workdir) if request.param == "ours" else _start_real(workdir)
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def create_group(target: GrpcTarget, group: str, retry_max_times: int, orderly: bool = False) -> None:
+    """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on the broker behind the endpoint."""
+    body = {
+        "groupName": group,
+        "consumeEnable": True,
+        "consumeFromMinEnable": True,
+        "consumeBroadcastEnable": True,
+        "consumeMessageOrderly": orderly,
+        "retryQueueNums": 1,
+        "retryMaxTimes": retry_max_times,
+        "brokerId": 0,
+        "whichBrokerWhenConsumeSlowly": 1,
+        "notifyConsumerIdsChangedEnable": True,
+    }
+
+    async def create() -> None:
+        command = RemotingCommand.request(
+            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, EmptyHeader(), body=json.dumps(body).encode()
+        )
+        async with connect(target.broker_addr) as conn:
+            response = await conn.invoke(command, 10)
+        assert response.code == ResponseCode.SUCCESS, response.remark
+
+    trio.run(create)
+
+
+def consume(target: GrpcTarget, mode: str, topic: str, group: str, count: int, seconds: int) -> list[str]:
+    return run_java(target, "rmqgrpc.Consume", mode, topic, group, str(count), str(seconds))
+
+
+def sent_bodies(target: GrpcTarget, topic: str, count: int) -> list[str]:
+    lines = produce(target, tls=False, topic=topic, count=count)
+    assert [line.split()[0] for line in lines].count("SENT") == count, lines
+    return [f"grpc_message_{i}_中文" for i in range(count)]
+
+
+def bodies(lines: list[str], kind: str) -> list[str]:
+    return [line.split()[1] for line in lines if line.startswith(kind + " ")]
+
+
+def test_simple_consumer_receives_and_acks_everything(consume_target: GrpcTarget) -> None:
+    topic, group = "GrpcConsumeSimple", "GrpcSimpleGroup"
+    create_topic(consume_target, topic)
+    create_group(consume_target, group, 16)
+    expected = sent_bodies(consume_target, topic, 5)
+    lines = consume(consume_target, "simple", topic, group, 5, 60)
+    assert "FAILED" not in " ".join(lines), lines
+    assert sorted(bodies(lines, "ACKED")) == sorted(expected)
+    assert sorted(bodies(lines, "RECEIVED")) == sorted(expected)
+    assert lines[-2:] == ["EMPTY", "DONE"]
+
+
+def test_change_invisible_duration_brings_the_message_back(consume_target: GrpcTarget) -> None:
+    topic, group = "GrpcConsumeChange", "GrpcChangeGroup"
+    create_topic(consume_target, topic)
+    create_group(consume_target, group, 16)
+    expected = sent_bodies(consume_target, topic, 1)
+    lines = consume(consume_target, "change", topic, group, 1, 90)
+    assert "FAILED" not in " ".join(lines), lines
+    received = [line.split()[1:] for line in lines if line.startswith("RECEIVED ")]
+    assert received == [[expected[0], "1"], [expected[0], "2"]], lines
+    assert bodies(lines, "CHANGED") == expected
+    assert bodies(lines, "ACKED") == expected
+    assert lines[-2:] == ["EMPTY", "DONE"]
+
+
+def test_push_consumer_receives_everything(consume_target: GrpcTarget) -> None:
+    topic, group = "GrpcConsumePush", "GrpcPushGroup"
+    create_topic(consume_target, topic)
+    create_group(consume_target, group, 16)
+    expected = sent_bodies(consume_target, topic, 8)
+    lines = consume(consume_target, "push", topic, group, 8, 90)
+    assert "FAILED" not in " ".join(lines), lines
+    assert sorted(set(bodies(lines, "RECEIVED"))) == sorted(expected)
+
+
+def test_push_consumer_failing_until_max_attempts_lands_in_the_dlq(consume_target: GrpcTarget) -> None:
+    topic, group = "GrpcConsumeDlq", "GrpcDlqGroup"
+    create_topic(consume_target, topic)
+    create_group(consume_target, group, 2)  # max attempts: retryMaxTimes + 1
+    expected = sent_bodies(consume_target, topic, 1)
+    lines = consume(consume_target, "pushfail", topic, group, 3, 100)
+    attempts = [line.split()[2] for line in lines if line.startswith("RECEIVED ")]
+    assert attempts == ["1", "2", "3"], lines
+    deadline = time.monotonic() + 30
+    dlq: list[bytes] = []
+    while not dlq and time.monotonic() < deadline:
+        dlq = [r.body for queue in stored(consume_target, f"%DLQ%{group}").values() for r in queue]
+    assert [b.decode().replace(" ", "_") for b in dlq] == expected
+
+
+def test_push_consumer_of_an_orderly_group_gets_a_message_group_in_order(consume_target: GrpcTarget) -> None:
+    topic, group = FIFO_TOPIC, "GrpcFifoGroup"
+    create_topic(consume_target, topic, "+message.type=FIFO")
+    create_group(consume_target, group, 16, orderly=True)
+    lines = produce(consume_target, tls=False, topic=topic, count=6, option="group=order-7")
+    assert [line.split()[0] for line in lines].count("SENT") == 6, lines
+    lines = consume(consume_target, "push", topic, group, 6, 90)
+    assert "FAILED" not in " ".join(lines), lines
+    assert bodies(lines, "RECEIVED") == [f"grpc_message_{i}_中文" for i in range(6)]
+
+
+def test_python_simple_consumer_receives_and_acks_everything(consume_target: GrpcTarget) -> None:
+    """rocketmq-python-client 5.1.2's SimpleConsumer, plaintext, in its own process."""
+    topic, group = "GrpcConsumePython", "GrpcPythonGroup"
+    create_topic(consume_target, topic)
+    create_group(consume_target, group, 16)
+    expected = sent_bodies(consume_target, topic, 3)
+    command = [sys.executable, "-m", "compat_tests.grpc_python_consumer", consume_target.grpc_addr]
+    result = subprocess.run(
+        [*command, topic, group, "3", "60"],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+        cwd=REPO,
+        env={**os.environ, "HOME": str(consume_target.home)},
+    )
+    lines = [line for line in result.stdout.splitlines() if line.split(" ", 1)[0].isupper()]
+    assert lines[:1] == ["STARTED"], result.stdout + result.stderr[-3000:]
+    assert "FAILED" not in " ".join(lines), lines
+    assert sorted(bodies(lines, "ACKED")) == sorted(expected)
+    assert lines[-2:] == ["EMPTY", "DONE"]
