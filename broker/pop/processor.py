@@ -62,6 +62,7 @@ def _ack_of(header: AckMessageRequestHeader | ChangeInvisibleTimeRequestHeader, 
         broker_name=info.broker_name,
     )
 
+
 class PopProcessor:
     def __init__(self, broker: BrokerController, pop: PopConfig, state: PopState | None = None) -> None:
         self.broker = broker
