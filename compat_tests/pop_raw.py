@@ -161,28 +161,26 @@ def popped(resp: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def ack(
-    session: RawSession, topic: str, group: str, queue_id: int, offset: int, handle: str
-) -> dict[str, Any]:
-    ext = {
+def _receipt_fields(topic: str, group: str, queue_id: int, offset: int, handle: str) -> dict[str, str]:
+    """The header fields ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME share: which popped message."""
+    return {
         "consumerGroup": group,
         "topic": topic,
         "queueId": str(queue_id),
         "extraInfo": handle,
         "offset": str(offset),
     }
-    return session.call(ACK_MESSAGE, ext)
+
+
+def ack(
+    session: RawSession, topic: str, group: str, queue_id: int, offset: int, handle: str
+) -> dict[str, Any]:
+    return session.call(ACK_MESSAGE, _receipt_fields(topic, group, queue_id, offset, handle))
 
 
 def change_invisible(
     session: RawSession, topic: str, group: str, queue_id: int, offset: int, handle: str, invisible_ms: int
 ) -> dict[str, Any]:
-    ext = {
-        "consumerGroup": group,
-        "topic": topic,
-        "queueId": str(queue_id),
-        "extraInfo": handle,
-        "offset": str(offset),
-        "invisibleTime": str(invisible_ms),
-    }
+    ext = _receipt_fields(topic, group, queue_id, offset, handle)
+    ext["invisibleTime"] = str(invisible_ms)
     return session.call(CHANGE_MESSAGE_INVISIBLETIME, ext)

@@ -7,12 +7,10 @@ suite's full record view and leaves more of the machine's two cores to the serve
 
 from __future__ import annotations
 
-import time
-
 from codec.codes import RequestCode, ResponseCode
 from codec.message import iter_records
 from codec.properties import decode_properties
-from compat_tests.pop_raw import ACK_MESSAGE, POP_MESSAGE, RawSession, send
+from compat_tests.pop_raw import RawSession, ack, pop, send
 
 FLAG_COMMIT_OFFSET = 1  # PullSysFlag
 FLAG_SUBSCRIPTION = 4
@@ -33,20 +31,7 @@ def pop_batch(
     session: RawSession, topic: str, group: str, queue_id: int, invisible_ms: int, batch: int
 ) -> tuple[int, list[tuple[int, int, str, bytes]]]:
     """One POP; its code and (queue id, queue offset, receipt handle, body) of each record."""
-    ext = {
-        "consumerGroup": group,
-        "topic": topic,
-        "queueId": str(queue_id),
-        "maxMsgNums": str(batch),
-        "invisibleTime": str(invisible_ms),
-        "pollTime": "0",
-        "bornTime": str(int(time.time() * 1000)),
-        "initMode": "0",
-        "expType": "TAG",
-        "exp": "*",
-        "order": "false",
-    }
-    answer = session.call(POP_MESSAGE, ext)
+    answer = pop(session, topic, group, queue_id, invisible_ms, maxMsgNums=str(batch))
     if answer["code"] != ResponseCode.SUCCESS:
         return answer["code"], []
     head = answer["ext_fields"] or {}
@@ -74,14 +59,7 @@ def pop_batch(
 
 
 def ack_one(session: RawSession, topic: str, group: str, queue_id: int, offset: int, handle: str) -> None:
-    ext = {
-        "consumerGroup": group,
-        "topic": topic,
-        "queueId": str(queue_id),
-        "extraInfo": handle,
-        "offset": str(offset),
-    }
-    answer = session.call(ACK_MESSAGE, ext)
+    answer = ack(session, topic, group, queue_id, offset, handle)
     if answer["code"] != ResponseCode.SUCCESS:
         raise RuntimeError(f"ack {queue_id}/{offset}: {answer['code']} {answer['remark']}")
 

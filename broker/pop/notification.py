@@ -15,6 +15,7 @@ from __future__ import annotations
 from broker.controller import BrokerController
 from broker.pop.long_polling import POLLING_FULL, PopPolling
 from broker.pop.order_info import ConsumerOrderInfoManager
+from broker.pop.pop_message import check_queue_and_group
 from broker.pop.records import PopConfig
 from broker.pop.state import PopState
 from codec.bodies.register import PERM_READ
@@ -52,34 +53,7 @@ class NotificationProcessor:
                 f"the broker[{config.broker_ip1}] peeking message is forbidden",
                 response_code=ResponseCode.NO_PERMISSION,
             )
-        topic = broker.topics.select(header.topic)
-        if topic is None:
-            raise RocketMQError(
-                f"topic[{header.topic}] not exist, apply first please!",
-                response_code=ResponseCode.TOPIC_NOT_EXIST,
-            )
-        if not topic.perm & PERM_READ:
-            raise RocketMQError(
-                f"the topic[{header.topic}] peeking message is forbidden",
-                response_code=ResponseCode.NO_PERMISSION,
-            )
-        if header.queue_id >= topic.read_queue_nums:
-            raise RocketMQError(
-                f"queueId[{header.queue_id}] is illegal, topic:[{header.topic}] "
-                f"topicConfig.readQueueNums:[{topic.read_queue_nums}]",
-                response_code=ResponseCode.INVALID_PARAMETER,
-            )
-        group = broker.groups.find(header.consumer_group)
-        if group is None:
-            raise RocketMQError(
-                f"subscription group [{header.consumer_group}] does not exist",
-                response_code=ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-            )
-        if not group.consume_enable:
-            raise RocketMQError(
-                f"subscription group no permission, {header.consumer_group}",
-                response_code=ResponseCode.NO_PERMISSION,
-            )
+        check_queue_and_group(broker, header.topic, header.queue_id, header.consumer_group)
 
     def _has_in_queue(self, topic: str, group: str, queue_id: int, header: NotificationRequestHeader) -> bool:
         if header.is_order() and self.orders.check_block(header.attempt_id, header.topic, group, queue_id, 0):

@@ -78,6 +78,38 @@ class PopBatch:
     rest_num: int = 0
 
 
+def check_queue_and_group(broker: BrokerController, topic_name: str, queue_id: int, group_name: str) -> None:
+    """The topic, queue and group checks POP and NOTIFICATION share (same codes and remarks in Java)."""
+    topic = broker.topics.select(topic_name)
+    if topic is None:
+        raise RocketMQError(
+            f"topic[{topic_name}] not exist, apply first please!",
+            response_code=ResponseCode.TOPIC_NOT_EXIST,
+        )
+    if not topic.perm & PERM_READ:
+        raise RocketMQError(
+            f"the topic[{topic_name}] peeking message is forbidden",
+            response_code=ResponseCode.NO_PERMISSION,
+        )
+    if queue_id >= topic.read_queue_nums:
+        raise RocketMQError(
+            f"queueId[{queue_id}] is illegal, topic:[{topic_name}] "
+            f"topicConfig.readQueueNums:[{topic.read_queue_nums}]",
+            response_code=ResponseCode.INVALID_PARAMETER,
+        )
+    group = broker.groups.find(group_name)
+    if group is None:
+        raise RocketMQError(
+            f"subscription group [{group_name}] does not exist",
+            response_code=ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+        )
+    if not group.consume_enable:
+        raise RocketMQError(
+            f"subscription group no permission, {group_name}",
+            response_code=ResponseCode.NO_PERMISSION,
+        )
+
+
 def check_pop(broker: BrokerController, header: PopMessageRequestHeader, now_ms: int) -> MessageFilter | None:
     """The checks of ``processRequest`` in Java's order; raises RocketMQError with Java's code."""
     config = broker.config
@@ -101,34 +133,7 @@ def check_pop(broker: BrokerController, header: PopMessageRequestHeader, now_ms:
             f"the broker[{config.broker_ip1}] pop message is forbidden because timerWheelEnable is false",
             response_code=ResponseCode.SYSTEM_ERROR,
         )
-    topic = broker.topics.select(header.topic)
-    if topic is None:
-        raise RocketMQError(
-            f"topic[{header.topic}] not exist, apply first please!",
-            response_code=ResponseCode.TOPIC_NOT_EXIST,
-        )
-    if not topic.perm & PERM_READ:
-        raise RocketMQError(
-            f"the topic[{header.topic}] peeking message is forbidden",
-            response_code=ResponseCode.NO_PERMISSION,
-        )
-    if header.queue_id >= topic.read_queue_nums:
-        raise RocketMQError(
-            f"queueId[{header.queue_id}] is illegal, topic:[{header.topic}] "
-            f"topicConfig.readQueueNums:[{topic.read_queue_nums}]",
-            response_code=ResponseCode.INVALID_PARAMETER,
-        )
-    group = broker.groups.find(header.consumer_group)
-    if group is None:
-        raise RocketMQError(
-            f"subscription group [{header.consumer_group}] does not exist",
-            response_code=ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-        )
-    if not group.consume_enable:
-        raise RocketMQError(
-            f"subscription group no permission, {header.consumer_group}",
-            response_code=ResponseCode.NO_PERMISSION,
-        )
+    check_queue_and_group(broker, header.topic, header.queue_id, header.consumer_group)
     return pop_message_filter(
         header.topic, header.consumer_group, header.exp, header.exp_type or EXPRESSION_TAG, now_ms
     )

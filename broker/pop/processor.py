@@ -50,6 +50,19 @@ from gateway.transport.dispatch import Dispatcher, RequestContext
 logger = logging.getLogger(__name__)
 
 
+def _ack_of(header: AckMessageRequestHeader | ChangeInvisibleTimeRequestHeader, info: ExtraInfo) -> AckMsg:
+    """The ``ack`` record of one popped offset: what ACK_MESSAGE and CHANGE_INVISIBLE_TIME write."""
+    return AckMsg(
+        ack_offset=header.offset,
+        start_offset=info.ck_queue_offset,
+        group=header.consumer_group,
+        topic=header.topic,
+        queue_id=header.queue_id,
+        pop_time=info.pop_time,
+        broker_name=info.broker_name,
+    )
+
+
 class PopProcessor:
     def __init__(self, broker: BrokerController, pop: PopConfig, state: PopState | None = None) -> None:
         self.broker = broker
@@ -203,15 +216,7 @@ class PopProcessor:
             )
             self.state.add_in_flight(header.topic, header.consumer_group, header.queue_id, -1)
             return request.make_response(ResponseCode.SUCCESS)
-        ack = AckMsg(
-            ack_offset=header.offset,
-            start_offset=info.ck_queue_offset,
-            group=header.consumer_group,
-            topic=header.topic,
-            queue_id=header.queue_id,
-            pop_time=info.pop_time,
-            broker_name=info.broker_name,
-        )
+        ack = _ack_of(header, info)
         if self._revive_queue_ok(info.revive_qid):
             await self.writer.put_ack(ack, info.revive_qid, info.invisible_time)
         self.state.add_in_flight(header.topic, header.consumer_group, header.queue_id, -1)
@@ -323,15 +328,7 @@ class PopProcessor:
             return request.make_response(
                 ResponseCode.SYSTEM_ERROR, "change invisible time failed, put ck error"
             )
-        ack = AckMsg(
-            ack_offset=header.offset,
-            start_offset=info.ck_queue_offset,
-            group=header.consumer_group,
-            topic=header.topic,
-            queue_id=header.queue_id,
-            pop_time=info.pop_time,
-            broker_name=info.broker_name,
-        )
+        ack = _ack_of(header, info)
         await self.writer.put_ack(ack, info.revive_qid, info.invisible_time)
         response_header = ChangeInvisibleTimeResponseHeader(now, header.invisible_time, info.revive_qid)
         return request.make_response(ResponseCode.SUCCESS, header=response_header)

@@ -146,46 +146,18 @@ class PopReviveService:
                 rq.pending.setdefault(key, ck)
             elif tag == ACK_TAG:
                 ack = AckMsg.decode(record.body)
-                self._mark(
-                    self.broker.config.broker_name,
-                    rq,
-                    ack.topic,
-                    ack.group,
-                    ack.queue_id,
-                    ack.start_offset,
-                    ack.pop_time,
-                    ack.broker_name,
-                    [ack.ack_offset],
-                )
+                self._mark(self.broker.config.broker_name, rq, ack, [ack.ack_offset])
             elif tag == BATCH_ACK_TAG:
                 back = BatchAckMsg.decode(record.body)
-                self._mark(
-                    self.broker.config.broker_name,
-                    rq,
-                    back.topic,
-                    back.group,
-                    back.queue_id,
-                    back.start_offset,
-                    back.pop_time,
-                    back.broker_name,
-                    back.ack_offset_list,
-                )
+                self._mark(self.broker.config.broker_name, rq, back, back.ack_offset_list)
         except CodecError as err:
             logger.error("revive record at %s offset %d skipped: %s", self.topic, offset, err)
 
     @staticmethod
-    def _mark(
-        own_broker: str,
-        rq: ReviveQueue,
-        topic: str,
-        group: str,
-        queue_id: int,
-        start: int,
-        pop_time: int,
-        broker: str | None,
-        offsets: list[int],
-    ) -> None:
-        ck = rq.pending.get(ck_key(topic, group, queue_id, start, pop_time, broker or own_broker))
+    def _mark(own_broker: str, rq: ReviveQueue, ack: AckMsg | BatchAckMsg, offsets: list[int]) -> None:
+        """Set the bits of ``offsets`` in the pending checkpoint the ack or batch ack names."""
+        name = ack.broker_name or own_broker
+        ck = rq.pending.get(ck_key(ack.topic, ack.group, ack.queue_id, ack.start_offset, ack.pop_time, name))
         if ck is None:
             return
         for offset in offsets:

@@ -60,6 +60,23 @@ def _verify(gateway: GatewayProcess, topics: list[str], acked: dict[str, list[by
     return lost
 
 
+def kill_and_restart(
+    gateway: GatewayProcess, threads: list[threading.Thread], stop: threading.Event, run_s: float
+) -> float:
+    """Start ``threads``, SIGKILL the gateway after ``run_s`` of their traffic, stop and join them,
+    then start the gateway again; the seconds the restart took."""
+    for t in threads:
+        t.start()
+    time.sleep(run_s)
+    gateway.kill()
+    stop.set()
+    for t in threads:
+        t.join(30)
+    restarted = time.monotonic()
+    gateway.start()
+    return time.monotonic() - restarted
+
+
 def run_kill_loop(
     root: Path,
     cycles: int,
@@ -90,16 +107,7 @@ def run_kill_loop(
                 )
                 for i, t in enumerate(topics)
             ]
-            for t in threads:
-                t.start()
-            time.sleep(rng.uniform(*kill_after_s))
-            gateway.kill()
-            stop.set()
-            for t in threads:
-                t.join(30)
-            restarted = time.monotonic()
-            gateway.start()
-            result.restart_s.append(time.monotonic() - restarted)
+            result.restart_s.append(kill_and_restart(gateway, threads, stop, rng.uniform(*kill_after_s)))
             result.cycles += 1
             lost = _verify(gateway, topics, acked)
             result.acknowledged = sum(len(v) for v in acked.values())

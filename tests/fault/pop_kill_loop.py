@@ -15,13 +15,14 @@ import random
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from codec.codes import ResponseCode
 from compat_tests.pop_raw import RawSession, ack, pop, popped
 from tests.fault.helpers import create_topic_command
-from tests.fault.kill_loop import SYNC_FLUSH_CONF
+from tests.fault.kill_loop import SYNC_FLUSH_CONF, kill_and_restart
 from tests.fault.process import GatewayProcess
 from tests.fault.wire import BlockingClient, send_one
 
@@ -108,6 +109,44 @@ def _drain(address: str, ledger: _Ledger, timeout_s: float) -> None:
                 time.sleep(0.1)
 
 
+def _traffic(address: str, prefix: str, ledger: _Ledger, stop: threading.Event) -> list[threading.Thread]:
+    """The sender and the popper, not started yet."""
+    return [
+        threading.Thread(target=_sender, args=(address, prefix, ledger, stop), daemon=True),
+        threading.Thread(target=_popper, args=(address, ledger, stop), daemon=True),
+    ]
+
+
+def _run(
+    root: Path, drain_timeout_s: float, load: Callable[[GatewayProcess, _Ledger, PopKillResult], None]
+) -> PopKillResult:
+    """Start a SYNC_FLUSH gateway under ``root``, create the topic, run ``load``, drain, and count
+    what the ledger saw."""
+    started = time.monotonic()
+    result = PopKillResult()
+    ledger = _Ledger()
+    gateway = GatewayProcess(root, SYNC_FLUSH_CONF)
+    gateway.start()
+    try:
+        with BlockingClient(gateway.broker_addr) as admin:
+            created = admin.invoke(create_topic_command(TOPIC, "1", "1"), 10)
+            assert created.code == ResponseCode.SUCCESS, created.remark
+        load(gateway, ledger, result)
+        drain_started = time.monotonic()
+        _drain(gateway.broker_addr, ledger, drain_timeout_s)
+        result.drain_s = time.monotonic() - drain_started
+        gateway.stop()
+    finally:
+        gateway.kill()
+        result.elapsed_s = time.monotonic() - started
+    result.sent = len(ledger.sent)
+    result.consumed = len(ledger.consumed)
+    result.lost = [b.decode() for b in ledger.sent if b not in ledger.consumed]
+    result.duplicates = sum(n - 1 for n in ledger.pops.values() if n > 1)
+    result.after_ack = ledger.after_ack
+    return result
+
+
 def run_pop_kill_loop(
     root: Path,
     cycles: int,
@@ -117,46 +156,15 @@ def run_pop_kill_loop(
 ) -> PopKillResult:
     """Run ``cycles`` kill/restart cycles under ``root``; see the module docstring."""
     rng = random.Random(seed)
-    started = time.monotonic()
-    result = PopKillResult()
-    ledger = _Ledger()
-    gateway = GatewayProcess(root, SYNC_FLUSH_CONF)
-    gateway.start()
-    try:
-        with BlockingClient(gateway.broker_addr) as admin:
-            created = admin.invoke(create_topic_command(TOPIC, "1", "1"), 10)
-            assert created.code == ResponseCode.SUCCESS, created.remark
+
+    def load(gateway: GatewayProcess, ledger: _Ledger, result: PopKillResult) -> None:
         for cycle in range(cycles):
             stop = threading.Event()
-            threads = [
-                threading.Thread(target=_sender, args=(gateway.broker_addr, f"c{cycle}", ledger, stop)),
-                threading.Thread(target=_popper, args=(gateway.broker_addr, ledger, stop)),
-            ]
-            for t in threads:
-                t.daemon = True
-                t.start()
-            time.sleep(rng.uniform(*kill_after_s))
-            gateway.kill()
-            stop.set()
-            for t in threads:
-                t.join(30)
-            restarted = time.monotonic()
-            gateway.start()
-            result.restart_s.append(time.monotonic() - restarted)
+            threads = _traffic(gateway.broker_addr, f"c{cycle}", ledger, stop)
+            result.restart_s.append(kill_and_restart(gateway, threads, stop, rng.uniform(*kill_after_s)))
             result.cycles += 1
-        drain_started = time.monotonic()
-        _drain(gateway.broker_addr, ledger, drain_timeout_s)
-        result.drain_s = time.monotonic() - drain_started
-        gateway.stop()
-    finally:
-        gateway.kill()
-        result.elapsed_s = time.monotonic() - started
-    result.sent = len(ledger.sent)
-    result.consumed = len(ledger.consumed)
-    result.lost = [b.decode() for b in ledger.sent if b not in ledger.consumed]
-    result.duplicates = sum(n - 1 for n in ledger.pops.values() if n > 1)
-    result.after_ack = ledger.after_ack
-    return result
+
+    return _run(root, drain_timeout_s, load)
 
 
 def run_pop_without_kills(
@@ -164,36 +172,15 @@ def run_pop_without_kills(
 ) -> PopKillResult:
     """The same sender and consumer for ``seconds`` under SYNC_FLUSH with no kill, then a drain:
     the baseline in which an acknowledged message must never be popped again."""
-    started = time.monotonic()
-    result = PopKillResult()
-    ledger = _Ledger()
-    gateway = GatewayProcess(root, SYNC_FLUSH_CONF)
-    gateway.start()
-    try:
-        with BlockingClient(gateway.broker_addr) as admin:
-            created = admin.invoke(create_topic_command(TOPIC, "1", "1"), 10)
-            assert created.code == ResponseCode.SUCCESS, created.remark
+
+    def load(gateway: GatewayProcess, ledger: _Ledger, result: PopKillResult) -> None:
         stop = threading.Event()
-        threads = [
-            threading.Thread(target=_sender, args=(gateway.broker_addr, "steady", ledger, stop), daemon=True),
-            threading.Thread(target=_popper, args=(gateway.broker_addr, ledger, stop), daemon=True),
-        ]
+        threads = _traffic(gateway.broker_addr, "steady", ledger, stop)
         for t in threads:
             t.start()
         time.sleep(seconds)
         stop.set()
         for t in threads:
             t.join(30)
-        drain_started = time.monotonic()
-        _drain(gateway.broker_addr, ledger, drain_timeout_s)
-        result.drain_s = time.monotonic() - drain_started
-        gateway.stop()
-    finally:
-        gateway.kill()
-        result.elapsed_s = time.monotonic() - started
-    result.sent = len(ledger.sent)
-    result.consumed = len(ledger.consumed)
-    result.lost = [b.decode() for b in ledger.sent if b not in ledger.consumed]
-    result.duplicates = sum(n - 1 for n in ledger.pops.values() if n > 1)
-    result.after_ack = ledger.after_ack
-    return result
+
+    return _run(root, drain_timeout_s, load)
