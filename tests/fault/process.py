@@ -16,7 +16,7 @@ from pathlib import Path
 
 READY_TIMEOUT_S = 60.0  # start-up on a loaded 2-core machine, recovery after kill -9 included
 STOP_TIMEOUT_S = 30.0
-_READY = re.compile(r"ready: namesrv=(\S+) broker=(\S+)")
+_READY = re.compile(r"ready: namesrv=(\S+) broker=(\S+)(?: grpc=(\S+))?")
 
 
 class GatewayProcess:
@@ -34,6 +34,7 @@ class GatewayProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.namesrv_addr = ""
         self.broker_addr = ""
+        self.grpc_addr = ""
 
     def start(self) -> None:
         (self.root / "home").mkdir(exist_ok=True)
@@ -61,7 +62,8 @@ class GatewayProcess:
         while time.monotonic() < deadline:
             match = _READY.search(self.log_path.read_bytes()[offset:].decode("utf-8", "replace"))
             if match:
-                self.namesrv_addr, self.broker_addr = match.groups()
+                self.namesrv_addr, self.broker_addr, grpc_addr = match.groups()
+                self.grpc_addr = grpc_addr or ""
                 return
             if self.proc.poll() is not None:
                 raise RuntimeError(f"gateway exited with {self.proc.returncode}: {self.log_tail()}")
