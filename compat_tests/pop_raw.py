@@ -33,6 +33,7 @@ BATCH_ACK_MESSAGE = 200151
 SET_MESSAGE_REQUEST_MODE = 401
 VERSION_V5_3_3 = 479
 READ_TIMEOUT_S = 30.0
+POLLING_TIMEOUT = 210  # ResponseCode: a pop that found nothing within its poll time
 
 
 def _addr(text: str) -> tuple[str, int]:
@@ -93,6 +94,46 @@ def broker_of(namesrv: str, topic: str) -> str:
     assert resp["code"] == 0, resp
     route = json.loads(repair_fastjson(resp["body"].decode()))
     return str(route["brokerDatas"][0]["brokerAddrs"]["0"])
+
+
+def wait_route(namesrv: str, topic: str, timeout_s: float = 60) -> str:
+    """The broker the NameServer routes ``topic`` to, once it does (after a restart, or a topic just
+    created: a producer that looks it up earlier sends by the default topic's route, to queues the
+    topic does not have)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return broker_of(namesrv, topic)
+        except (OSError, AssertionError, KeyError, IndexError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)
+
+
+def expect_revived_once(
+    session: RawSession,
+    topic: str,
+    group: str,
+    expected: dict[str, Any],
+    popped_at: float,
+    invisible_s: float,
+    timeout_s: float = 120,
+) -> None:
+    """Pop until the broker's revive service delivers again the one popped and unacknowledged
+    message ``expected``: only it, with reconsumeTimes 1, no earlier than its invisible time after
+    ``popped_at``; then a 3 s long-polling pop brings nothing more."""
+    back: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout_s
+    while not back and time.monotonic() < deadline:
+        resp = pop(session, topic, group, -1, 60_000)
+        back = popped(resp) if resp["code"] == 0 else []
+        if not back:
+            time.sleep(0.5)
+    assert [m["properties_map"]["UNIQ_KEY"] for m in back] == [expected["properties_map"]["UNIQ_KEY"]]
+    assert back[0]["body_sha256"] == expected["body_sha256"]
+    assert back[0]["reconsume_times"] == 1
+    assert time.monotonic() - popped_at >= invisible_s - 1
+    assert pop(session, topic, group, -1, 60_000, pollTime="3000")["code"] == POLLING_TIMEOUT
 
 
 def send(session: RawSession, topic: str, body: bytes, queue_id: int) -> dict[str, Any]:

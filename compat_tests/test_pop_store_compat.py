@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from compat_tests.pop_raw import RawSession, ack, broker_of, pop, popped
+from compat_tests.pop_raw import RawSession, ack, broker_of, expect_revived_once, pop, popped, wait_route
 from compat_tests.reference import ReferenceServers, run_mqadmin
 from compat_tests.scenario import of, run_scenario
 from compat_tests.targets import GatewayTarget
@@ -25,20 +24,17 @@ pytestmark = pytest.mark.compat
 INVISIBLE_MS = 20_000
 LONG_INVISIBLE_MS = 45_000  # beyond the real broker's stop (about 20 s)
 COMMIT_LOG_FILE = 256 * 1024 * 1024  # the size both brokers map their commit-log files with
-SUCCESS, POLLING_TIMEOUT = 0, 210
+SUCCESS = 0
 
 
-def wait_route(namesrv: str, topic: str) -> str:
-    """The broker routed for a topic just created (a producer looking it up earlier would send by
-    the default topic's route, to queues the topic does not have)."""
+def wait_offset_persisted(store: Path, topic: str, group: str) -> None:
+    """Wait until the real broker has written the pop's offset commit to its store (it persists
+    consumer offsets every flushConsumerOffsetInterval, 5 s), so a restart on the store keeps it."""
+    offsets = store / "config" / "consumerOffset.json"
     deadline = time.monotonic() + 30
-    while True:
-        try:
-            return broker_of(namesrv, topic)
-        except (OSError, AssertionError, KeyError, IndexError):
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.3)
+    while not (offsets.is_file() and f"{topic}@{group}" in offsets.read_text()):
+        assert time.monotonic() < deadline, f"{offsets} never named {topic}@{group}"
+        time.sleep(0.3)
 
 
 def test_real_broker_revives_what_ours_popped(tmp_path: Path) -> None:
@@ -67,19 +63,8 @@ def test_real_broker_revives_what_ours_popped(tmp_path: Path) -> None:
         real.start_namesrv()
         real.start_broker()
         real.wait_registered()
-        back: list[dict[str, Any]] = []
         with RawSession(real.broker_addr) as s:
-            deadline = time.monotonic() + 120
-            while not back and time.monotonic() < deadline:
-                resp = pop(s, topic, group, -1, 60_000)
-                back = popped(resp) if resp["code"] == SUCCESS else []
-                if not back:
-                    time.sleep(0.5)
-            assert [m["properties_map"]["UNIQ_KEY"] for m in back] == [second["properties_map"]["UNIQ_KEY"]]
-            assert back[0]["reconsume_times"] == 1
-            assert time.monotonic() - popped_at >= INVISIBLE_MS / 1000 - 1
-            time.sleep(3)
-            assert pop(s, topic, group, -1, 60_000)["code"] == POLLING_TIMEOUT
+            expect_revived_once(s, topic, group, second, popped_at, INVISIBLE_MS / 1000)
     finally:
         real.stop()
 
@@ -107,7 +92,7 @@ def test_ours_revives_what_the_real_broker_popped(tmp_path: Path) -> None:
             first, second = popped(pop(s, topic, group, -1, LONG_INVISIBLE_MS))
             popped_at = time.monotonic()
             assert ack(s, topic, group, 0, first["queue_offset"], first["handle"])["code"] == SUCCESS
-        time.sleep(6)  # the real broker persists consumer offsets every 5 s
+        wait_offset_persisted(real.store, topic, group)
     finally:
         real.stop()
     assert time.monotonic() - popped_at < LONG_INVISIBLE_MS / 1000 - 5, (
@@ -115,18 +100,7 @@ def test_ours_revives_what_the_real_broker_popped(tmp_path: Path) -> None:
     )
     ours = GatewayTarget(tmp_path, {"mappedFileSizeCommitLog": str(COMMIT_LOG_FILE)})
     try:
-        back: list[dict[str, Any]] = []
         with RawSession(broker_of(ours.namesrv_addr, topic)) as s:
-            deadline = time.monotonic() + 120
-            while not back and time.monotonic() < deadline:
-                resp = pop(s, topic, group, -1, 60_000)
-                back = popped(resp) if resp["code"] == SUCCESS else []
-                if not back:
-                    time.sleep(0.5)
-            assert [m["properties_map"]["UNIQ_KEY"] for m in back] == [second["properties_map"]["UNIQ_KEY"]]
-            assert back[0]["reconsume_times"] == 1
-            assert time.monotonic() - popped_at >= LONG_INVISIBLE_MS / 1000 - 1
-            time.sleep(3)
-            assert pop(s, topic, group, -1, 60_000)["code"] == POLLING_TIMEOUT
+            expect_revived_once(s, topic, group, second, popped_at, LONG_INVISIBLE_MS / 1000)
     finally:
         ours.stop()
