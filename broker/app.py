@@ -37,6 +37,7 @@ from broker.processors.consumer_manage import ConsumerManageProcessor
 from broker.processors.end_transaction import EndTransactionProcessor
 from broker.processors.pull import PullMessageProcessor
 from broker.processors.query import QueryMessageProcessor
+from broker.processors.recall import RecallMessageProcessor
 from broker.processors.reply import ReplyMessageProcessor
 from broker.processors.send import SendMessageProcessor
 from broker.processors.send_back import SendMessageBackProcessor
@@ -81,6 +82,7 @@ def build_dispatcher(
     AdminBrokerProcessor(controller, stats).register(dispatcher)
     QueryMessageProcessor(controller).register(dispatcher)
     EndTransactionProcessor(controller).register(dispatcher)
+    RecallMessageProcessor(controller).register(dispatcher)
     ReplyMessageProcessor(controller).register(dispatcher)
     AdminOpsProcessor(controller, ColdDataFlowControl()).register(dispatcher)
     BrokerStatusProcessor(controller, stats).register(dispatcher)

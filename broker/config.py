@@ -62,6 +62,8 @@ class BrokerConfig:
     max_message_size: int = 4 * 1024 * 1024  # MessageStoreConfig.maxMessageSize
     default_query_max_num: int = 32
     store_reply_message_enable: bool = True  # SEND_REPLY_MESSAGE also stores the reply
+    recall_message_enable: bool = False  # RECALL_MESSAGE accepted (5.3.x; off by default, as in Java)
+    allow_recall_when_broker_not_writeable: bool = True
     timer_wheel_enable: bool = True  # MessageStoreConfig: 5.x timer messages accepted
     timer_max_delay_sec: int = 3600 * 24 * 3  # MessageStoreConfig: farthest due time accepted
     timer_precision_ms: int = 1000  # MessageStoreConfig: due times are rounded down to this

@@ -28,7 +28,7 @@ from collections.abc import Awaitable
 
 from broker.controller import BrokerController
 from broker.schedule import apply_delay_level
-from broker.timer.service import TIMER_TOPIC, TimerMessageError, route_timer_message
+from broker.timer.service import TIMER_OUT_MS, TIMER_TOPIC, TimerMessageError, route_timer_message
 from broker.topic_config_manager import (
     NOT_ALLOWED_SEND_TOPICS,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -54,12 +54,14 @@ from codec.properties import (
     POP_CK,
     PROPERTY_SEPARATOR,
     REAL_QID,
+    REAL_TOPIC,
     TRACE_ON,
     TRAN_MSG,
     UNIQ_KEY,
     decode_properties,
     encode_properties,
 )
+from codec.recall_handle import RecallHandle
 from codec.versions import version_ordinal
 from gateway.transport.dispatch import Dispatcher, RequestContext
 from store.results import PutMessageResult, PutMessageStatus
@@ -142,16 +144,29 @@ class SendMessageProcessor:
         if header.batch:
             records, props_list, uniq_key = self._batch_records(ctx, request, header, topic_config, queue_id)
             real_queue_id = records[0].queue_id
+            recall_handle = None
         else:
             record, props = self._single_record(ctx, request, header, topic_config, queue_id)
             records, props_list, uniq_key = [record], [props], props[UNIQ_KEY]
             # A delayed message answers with the queue it will be delivered to, not the schedule queue.
             real_queue_id = int(props[REAL_QID]) if record.topic in _ROUTED_TOPICS else record.queue_id
+            recall_handle = self._recall_handle(record, props)
         result = self.broker.put_nowait(records, props_list)
         wait_flushed = self.broker.wait_flushed
+        answer = (request, records, result, real_queue_id, uniq_key, recall_handle)
         if wait_flushed is not None and result.ok:
-            return self._after_flush(wait_flushed(result), request, records, result, real_queue_id, uniq_key)
-        return self._response(request, records, result, real_queue_id, uniq_key)
+            return self._after_flush(wait_flushed(result), *answer)
+        return self._response(*answer)
+
+    def _recall_handle(self, record: MessageRecord, props: dict[str, str]) -> str | None:
+        """``attachRecallHandle``: a message routed through the timer (not a retry) answers the
+        handle that RECALL_MESSAGE takes back; its time is the slot plus one, "consider of floor"."""
+        if record.topic != TIMER_TOPIC or props[REAL_TOPIC].startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return None
+        timestamp = str(int(props[TIMER_OUT_MS]) + 1)
+        return RecallHandle(
+            props[REAL_TOPIC], self.broker.config.broker_name, timestamp, props[UNIQ_KEY]
+        ).encode()
 
     async def _after_flush(
         self,
@@ -161,9 +176,10 @@ class SendMessageProcessor:
         result: PutMessageResult,
         queue_id: int,
         uniq_key: str | None,
+        recall_handle: str | None,
     ) -> RemotingCommand:
         await flushed
-        return self._response(request, records, result, queue_id, uniq_key)
+        return self._response(request, records, result, queue_id, uniq_key, recall_handle)
 
     def _check(self, ctx: RequestContext, header: SendMessageRequestHeader) -> tuple[TopicConfig, int]:
         broker = self.broker
@@ -389,6 +405,7 @@ class SendMessageProcessor:
         result: PutMessageResult,
         queue_id: int,
         uniq_key: str | None,
+        recall_handle: str | None = None,
     ) -> RemotingCommand:
         code = _PUT_STATUS_CODES.get(result.status, ResponseCode.SYSTEM_ERROR)
         if code not in _OK_CODES or result.append_result is None:
@@ -414,5 +431,7 @@ class SendMessageProcessor:
         }
         if uniq_key is not None:
             fields["transactionId"] = uniq_key
+        if recall_handle is not None:
+            fields["recallHandle"] = recall_handle
         fields.update(self._extras())
         return request.make_response(code, None, header=fields)

@@ -16,18 +16,25 @@ that slot, so a message arrives at ``TIMER_OUT_MS + timerPrecisionMs`` at the ea
 before the time the producer asked for. :meth:`TimerMessageService.deliver_due` does the same,
 and the delivered message is ``TimerMessageStore.convert``'s: the stored properties plus
 ``TIMER_ENQUEUE_MS`` and ``TIMER_DEQUEUE_MS``, in its real topic and queue.
+
+Deletion (what RECALL_MESSAGE writes): a timer message carrying ``TIMER_DEL_UNIQKEY`` =
+``<real topic>+<unique key>`` lands in the same slot as the message it cancels. Neither is
+delivered: Java's dequeue collects a slot's delete keys and skips the messages they name, and never
+puts a delete marker itself (``TimerMessageStore.doPut``). The marker stays in the due heap until
+its slot passes, so after a restart both are read again and the cancelled message stays cancelled.
 """
 
 from __future__ import annotations
 
 import heapq
 import logging
+from collections.abc import Collection
 from typing import Any
 
 from broker.schedule import PutMessages, load_routed
 from codec.errors import CodecError, RocketMQError
 from codec.message import MessageRecord, MessageSysFlag, decode_record
-from codec.properties import DELAY, REAL_QID, REAL_TOPIC, decode_properties, encode_properties
+from codec.properties import DELAY, REAL_QID, REAL_TOPIC, UNIQ_KEY, decode_properties, encode_properties
 from store.message_reader import MessageReader
 
 logger = logging.getLogger(__name__)
@@ -46,6 +53,11 @@ _ILLEGAL_REMARK = (  # SendMessageProcessor, WHEEL_TIMER_MSG_ILLEGAL
     "timer message illegal, the delay time should not be bigger than the max delay {}ms; "
     "or if set del msg, the delay time should be bigger than the current time"
 )
+
+
+def delete_key(real_topic: str, uniq_key: str) -> str:
+    """``TimerMessageStore.buildDeleteKey``: names one message, as a query by topic and key does."""
+    return f"{real_topic}+{uniq_key}"
 
 
 class TimerMessageError(RocketMQError):
@@ -123,6 +135,7 @@ class TimerMessageService:
         self.delivered_above: set[int] = set()  # delivered offsets >= committed
         self.scanned = 0  # next timer-queue offset not yet read into the heap
         self._due: list[tuple[int, int, int]] = []  # (TIMER_OUT_MS, queue offset, commit-log offset)
+        self._deleted: dict[int, set[str]] = {}  # TIMER_OUT_MS: the delete keys of that slot
         self.delivered = 0
         self.dirty = False
 
@@ -131,6 +144,7 @@ class TimerMessageService:
         self.delivered_above = {int(o) for o in doc.get("deliveredOffsets", []) if int(o) >= self.committed}
         self.scanned = self.committed
         self._due = []
+        self._deleted = {}
 
     def to_obj(self) -> dict[str, Any]:
         return {"committedOffset": self.committed, "deliveredOffsets": sorted(self.delivered_above)}
@@ -161,6 +175,8 @@ class TimerMessageService:
                 logger.error("timer message at %d is unreadable (%s); skipped", unit.phy_offset, err)
                 self._mark_delivered(unit.queue_offset)
                 continue
+            if TIMER_DEL_UNIQKEY in props:
+                self._deleted.setdefault(due, set()).add(props[TIMER_DEL_UNIQKEY])
             heapq.heappush(self._due, (due, unit.queue_offset, unit.phy_offset))
             found += 1
         return found
@@ -169,8 +185,8 @@ class TimerMessageService:
         """Put every message whose slot has passed into its real queue; returns how many."""
         moved = 0
         while self._due and moved < MAX_PER_ROUND and self._due[0][0] + self.precision_ms <= now_ms:
-            _due, queue_offset, phy = self._due[0]
-            record = self._real_message(phy, now_ms)
+            due, queue_offset, phy = self._due[0]
+            record = self._real_message(phy, now_ms, self._deleted.get(due, ()))
             if record is not None:
                 result = await self.put([record], None)
                 if not result.ok:
@@ -181,6 +197,8 @@ class TimerMessageService:
                 self.delivered += 1
             heapq.heappop(self._due)
             self._mark_delivered(queue_offset)
+            if due in self._deleted and (not self._due or self._due[0][0] != due):
+                del self._deleted[due]  # the slot is done
             moved += 1
         return moved
 
@@ -191,12 +209,18 @@ class TimerMessageService:
             self.committed += 1
         self.dirty = True
 
-    def _real_message(self, phy: int, now_ms: int) -> MessageRecord | None:
-        """``TimerMessageStore.convert``: the message in its real topic and queue."""
+    def _real_message(self, phy: int, now_ms: int, deleted: Collection[str]) -> MessageRecord | None:
+        """``TimerMessageStore.convert``: the message in its real topic and queue; ``None`` for a
+        delete marker, a message one of ``deleted`` names, or a record gone or unreadable."""
         found = load_routed(self.store, phy, "timer")
         if found is None:
             return None
         original, props, topic, queue_id = found
+        if TIMER_DEL_UNIQKEY in props:
+            return None
+        if deleted and delete_key(topic, props.get(UNIQ_KEY, "")) in deleted:
+            logger.info("timer message %s of %s recalled; not delivered", props.get(UNIQ_KEY), topic)
+            return None
         props[TIMER_ENQUEUE_MS] = str(original.store_timestamp)
         props[TIMER_DEQUEUE_MS] = str(now_ms)
         return original.to_put_again(topic=topic, queue_id=queue_id, properties=encode_properties(props))
