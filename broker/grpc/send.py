@@ -5,6 +5,7 @@ queue choice, the answer per message), ``ProducerProcessor.sendMessage`` (the to
 check) and ``LocalMessageService.sendMessage``, which in local mode hands a SEND_MESSAGE command to
 the broker's ``SendMessageProcessor``: so does this, so stored records are exactly a remoting
 send's. Several messages in one request are sent one by one (the Proxy sends them as one batch).
+RecallMessage (``RecallMessageActivity``) hands RECALL_MESSAGE to the broker's processor likewise.
 """
 
 from __future__ import annotations
@@ -18,14 +19,16 @@ from broker.grpc.common import OK, ClientContext, StatusError, status
 from broker.grpc.convert import SYSTEM_PROPERTIES
 from broker.grpc.route import check_topic, topic_message_type
 from broker.grpc.transaction import TransactionActivity, TransactionData
+from broker.processors.recall import RecallMessageProcessor
 from broker.processors.send import SendMessageProcessor
 from broker.timer.service import TIMER_DELIVER_MS
 from broker.topic_config_manager import DEFAULT_TOPIC, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from codec.bodies.register import PERM_WRITE
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
-from codec.errors import RocketMQError
+from codec.errors import CodecError, RocketMQError
 from codec.hashing import java_string_hash
+from codec.headers.recall import RecallMessageRequestHeader
 from codec.headers.send import SendMessageRequestHeader
 from codec.message import MessageSysFlag
 from codec.message_id import decode_offset_msg_id
@@ -41,6 +44,7 @@ from codec.properties import (
     UNIQ_KEY,
     encode_properties,
 )
+from codec.recall_handle import RecallHandle
 from gateway.transport.dispatch import ConnectionInfo, RequestContext
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
@@ -136,6 +140,7 @@ class SendActivity:
         self.broker = broker
         self.transactions = transactions
         self.processor = SendMessageProcessor(broker)
+        self.recaller = RecallMessageProcessor(broker)
         self._round_robin: dict[str, itertools.count[int]] = collections.defaultdict(itertools.count)
         self._connections = itertools.count(1 << 47)
 
@@ -234,4 +239,34 @@ class SendActivity:
             message_id=props[UNIQ_KEY],
             transaction_id=transaction_id,
             offset=int(fields.get("queueOffset", "0")),
+            recall_handle=fields.get("recallHandle", ""),
         )
+
+    async def recall_message(
+        self, ctx: ClientContext, request: pb.RecallMessageRequest
+    ) -> pb.RecallMessageResponse:
+        """``RecallMessageActivity`` and ``ProducerProcessor.recallMessage``: the topic must take
+        delayed messages; the broker's refusal comes back as INTERNAL_SERVER_ERROR with its remark
+        (``LocalMessageService.recallMessage``), as does a handle that does not decode."""
+        name = check_topic(request.topic, self.broker.topics)
+        expected = topic_message_type(self.broker.topics.select(name))
+        if expected not in ("DELAY", "MIXED"):  # DefaultTopicMessageTypeValidator
+            raise StatusError(
+                pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+                f"TopicMessageType validate failed, the expected type is {expected},"
+                " but actual type is DELAY",
+            )
+        try:
+            handle = RecallHandle.decode(request.recall_handle)
+        except CodecError as err:
+            raise StatusError(pb.INTERNAL_SERVER_ERROR, str(err)) from None
+        header = RecallMessageRequestHeader(
+            topic=name, recall_handle=request.recall_handle, broker_name=handle.broker_name
+        )
+        connection = RequestContext(ConnectionInfo(next(self._connections), ctx.remote_addr, ""))
+        command = RemotingCommand.request(RequestCode.RECALL_MESSAGE, header)
+        try:
+            response = await self.recaller.recall(connection, command, header)
+        except RocketMQError as err:
+            raise StatusError(pb.INTERNAL_SERVER_ERROR, str(err)) from None
+        return pb.RecallMessageResponse(status=OK, message_id=(response.ext_fields or {}).get("msgId", ""))

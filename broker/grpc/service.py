@@ -71,6 +71,9 @@ class MessagingService:
             ),
             path("Telemetry"): self.clients.telemetry,
             path("SendMessage"): unary(pb.SendMessageRequest, pb.SendMessageResponse, self.send.send_message),
+            path("RecallMessage"): unary(
+                pb.RecallMessageRequest, pb.RecallMessageResponse, self.send.recall_message
+            ),
             path("EndTransaction"): unary(
                 pb.EndTransactionRequest, pb.EndTransactionResponse, self.transactions.end_transaction
             ),
