@@ -56,6 +56,7 @@ QUEUES = 4
 FIFO_TOPIC = "GrpcFifo"
 TX_TOPIC = "GrpcTransaction"
 DELAY_TOPIC = "GrpcDelay"
+RECALL_TOPIC = "GrpcRecall"
 # Transaction checks soon after the send, on both brokers (Java's defaults: 6 s, then every 30 s).
 # The real broker writes the op records of ended transactions in batches, every
 # transactionOpBatchInterval (3 s by default); until they are written it checks ended transactions
@@ -65,6 +66,7 @@ TX_CONF = {
     "transactionTimeOut": "5000",
     "transactionCheckInterval": "1000",
     "transactionOpBatchInterval": "200",
+    "recallMessageEnable": "true",  # RECALL_MESSAGE is refused by default (BrokerConfig)
 }
 RUN_TIMEOUT_S = 120.0  # one Java producer run on a busy 2-core machine
 
@@ -352,6 +354,34 @@ def test_delivery_timestamp_holds_the_message_until_due(grpc_target: GrpcTarget)
     record = delivered[0]
     assert decode_properties(record.properties)["KEYS"] == "key-0"
     assert record.store_timestamp - record.born_timestamp >= 3000
+
+
+def test_a_recalled_delayed_message_is_never_delivered(grpc_target: GrpcTarget) -> None:
+    """Recall (5.3.x): a delayed message's send receipt carries a recall handle; the message
+    recalled with it is never delivered while the one due 2 s later is; recalling it again still
+    succeeds, and a made-up handle fails with the same exception on both."""
+    create_topic(grpc_target, RECALL_TOPIC, "+message.type=DELAY")
+    lines = run_java(grpc_target, "rmqgrpc.Recall", RECALL_TOPIC, "4000")
+    sent = {words[1]: words[2:] for words in (line.split() for line in lines) if words[0] == "SENT"}
+    assert sorted(sent) == ["kept", "recalled"], lines
+    assert [handle for _id, handle in sent.values()] == ["yes", "yes"], lines
+    recalled_id = sent["recalled"][0]
+    assert [line.split()[1:] for line in lines if line.startswith("RECALLED")] == [
+        ["recalled", recalled_id],
+        ["again", recalled_id],
+    ], lines
+    [failed] = [line.split(" ", 3) for line in lines if line.startswith("RECALL_FAILED")]
+    assert failed[1:3] == ["garbage", "InternalErrorException"], lines
+    assert "recall handle is invalid" in failed[3]
+    deadline = time.monotonic() + 60
+    while True:  # "kept" is due 2 s after "recalled": once it is stored, the recalled one's time has passed
+        records = [r for queue in _pull_once(grpc_target, RECALL_TOPIC).values() for r in queue]
+        keys = sorted(decode_properties(r.properties)["KEYS"] for r in records)
+        if "kept" in keys:
+            break
+        assert time.monotonic() < deadline, "the kept message was never delivered"
+        time.sleep(0.5)
+    assert keys == ["kept"]
 
 
 def _raw_calls(target: GrpcTarget) -> dict[str, Any]:
