@@ -89,8 +89,8 @@ class GrpcTarget:
 
 
 def _start_ours(workdir: Path) -> GrpcTarget:
-    # Our UPDATE_AND_CREATE_TOPIC does not take topic attributes yet: the FIFO topic comes with
-    # its message.type from the store's topics.json (the update later keeps the attribute).
+    # The typed topics exist from the start, from the store's topics.json as an operator's file
+    # would give them; the tests create them again with their attributes on both targets.
     config_dir = workdir / "store" / "config"
     config_dir.mkdir(parents=True)
     table = {
