@@ -136,7 +136,11 @@ def expect_revived_once(
     assert pop(session, topic, group, -1, 60_000, pollTime="3000")["code"] == POLLING_TIMEOUT
 
 
-def send(session: RawSession, topic: str, body: bytes, queue_id: int) -> dict[str, Any]:
+def send(
+    session: RawSession, topic: str, body: bytes, queue_id: int, properties: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """SEND_MESSAGE_V2 of one message; ``properties`` in the wire's form (name 0x01 value 0x02)."""
+    encoded = "".join(f"{k}\x01{v}\x02" for k, v in (properties or {}).items())
     ext = {
         "a": "rawPopProducer",
         "b": topic,
@@ -146,7 +150,7 @@ def send(session: RawSession, topic: str, body: bytes, queue_id: int) -> dict[st
         "f": "0",
         "g": str(int(time.time() * 1000)),
         "h": "0",
-        "i": "",
+        "i": encoded,
         "j": "0",
         "k": "false",
         "m": "false",
