@@ -27,7 +27,7 @@ from compat_tests.test_grpc_consume_compat import create_group
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
-RUN_TIMEOUT_S = 90.0  # one Go client run, bounded by its own -timeout below this
+RUN_TIMEOUT_S = 120.0  # one Go client run: its -timeout loop, a last receive (15 s), start and stop
 CONSUME_LOOP_S = 60
 MESSAGE_NOT_FOUND = "40401"  # apache.rocketmq.v2.Code: the status of a receive that found nothing
 
