@@ -4,9 +4,9 @@
 
 A binary is kept in ``compat_tests/.cache/go`` under a name carrying a hash of its sources
 (``*.go``, ``go.mod``, ``go.sum``): later runs and other test modules reuse it without calling
-``go`` at all, and an edited source gets a fresh build. The module download and the compile
-cache stay in Go's own caches (``GOMODCACHE``, ``GOCACHE``), so even a fresh build after an edit
-takes seconds, not the minutes of the first download.
+``go`` at all, and an edited source gets a fresh build (which removes the earlier ones). The
+module download and the compile cache stay in Go's own caches (``GOMODCACHE``, ``GOCACHE``), so
+even a fresh build after an edit takes seconds, not the minutes of the first download.
 """
 
 from __future__ import annotations
@@ -59,4 +59,7 @@ def go_binary(source: Path) -> Path:
         partial.unlink(missing_ok=True)
         raise GoBuildError(result.stderr.decode(errors="replace")[-3000:])
     partial.replace(out)
+    for stale in CACHE.glob(f"{source.name}-*"):  # builds of earlier sources (~20 MB each)
+        if stale != out and not stale.name.endswith(".partial"):
+            stale.unlink(missing_ok=True)
     return out
