@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from compat_tests import gobuild
 from compat_tests.helpers import TARGETS
 from compat_tests.reference import REFERENCE_LIB, reference_failures
 from compat_tests.targets import GATEWAY_TARGET_ENV, Target, start_target
@@ -48,6 +49,15 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 def home(target: Target, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Client home per target: broadcasting consumers keep their offsets in ~/.rocketmq_offsets."""
     return tmp_path_factory.mktemp(f"clients-{target.name}")
+
+
+@pytest.fixture(scope="session")
+def grpc_go() -> Path:
+    """The Go 5.x gRPC client program (``compat_tests/grpc_go``), built once and cached."""
+    try:
+        return gobuild.go_binary(Path(__file__).resolve().parent / "grpc_go")
+    except gobuild.GoBuildError as err:
+        pytest.fail(str(err))
 
 
 @pytest.fixture(autouse=True)

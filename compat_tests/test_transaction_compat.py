@@ -13,7 +13,6 @@ module proxy into a temporary directory).
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from compat_tests import gobuild
 from compat_tests.scenario import (
     CLIENT_LINES,
     ArgValue,
@@ -148,18 +148,12 @@ def test_check_back_after_a_broker_restart(
 
 
 @pytest.fixture(scope="module")
-def go_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The Go scenario, built with the Go toolchain from the Go module proxy (GOPATH cache)."""
-    go = shutil.which("go")
-    if go is None:
-        pytest.fail("the Go toolchain is missing (https://go.dev/dl/)")
-    out = tmp_path_factory.mktemp("go") / "txproducer"
-    env = {**os.environ, "GOFLAGS": "-mod=mod", "CGO_ENABLED": "0"}
-    result = subprocess.run(
-        [go, "build", "-o", str(out), "."], cwd=GO_DIR, env=env, capture_output=True, timeout=900, check=False
-    )
-    assert result.returncode == 0, result.stderr.decode(errors="replace")[-3000:]
-    return out
+def go_binary() -> Path:
+    """The Go scenario, built with the Go toolchain from the Go module proxy (cached: gobuild)."""
+    try:
+        return gobuild.go_binary(GO_DIR)
+    except gobuild.GoBuildError as err:
+        pytest.fail(str(err))
 
 
 def test_go_client_transaction_producer(tx_target: Target, go_binary: Path) -> None:

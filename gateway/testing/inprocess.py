@@ -5,11 +5,17 @@
     from gateway.testing.inprocess import InProcessGateway
 
     with InProcessGateway() as gateway:          # ready in ~0.2 s, no Docker, no subprocess
-        namesrv = gateway.namesrv_addr           # "127.0.0.1:<free port>"
+        namesrv = gateway.namesrv_addr           # "127.0.0.1:<free port>": remoting clients
+        endpoint = gateway.grpc_endpoint         # "127.0.0.1:<free port>": RocketMQ 5 gRPC clients
 
 The servers run under ``trio.run`` in one background thread (the composition API of
 :mod:`gateway.launcher`); :meth:`InProcessGateway.stop` asks them for a graceful shutdown through
-the Trio token and joins the thread. Every file the servers write lives in the store directory
+the Trio token and joins the thread. The gRPC endpoint (docs/grpc.md) is on by default, on a free
+port too, plaintext and TLS with a self-signed certificate on the same port as the Proxy's test
+mode; ``grpc_port=None`` leaves it off. The names follow
+:class:`gateway.testing.container.RocketMQGatewayContainer` (``get_grpc_endpoint()``).
+
+Every file the servers write lives in the store directory
 (a temporary one unless given), including the NameServer's KV config, which would otherwise go
 to ``~/namesrv``: the state is independent of ``HOME``.
 """
@@ -51,6 +57,7 @@ class InProcessGateway:
         host: str = "127.0.0.1",
         namesrv_port: int = 0,
         broker_port: int = 0,
+        grpc_port: int | None = 0,
         properties: Mapping[str, str] | None = None,
     ) -> None:
         self._own_dir = store_dir is None
@@ -58,6 +65,7 @@ class InProcessGateway:
         self.host = host
         self.namesrv_port = namesrv_port
         self.broker_port = broker_port
+        self.grpc_port = grpc_port
         self.properties = {
             "kvConfigPath": str(self.store_dir / "namesrv" / "kvConfig.json"),
             **(properties or {}),
@@ -84,6 +92,16 @@ class InProcessGateway:
             raise RuntimeError("gateway not started")
         return self.endpoints.broker_addr
 
+    @property
+    def grpc_endpoint(self) -> str:
+        """``"127.0.0.1:<port>"`` of the gRPC endpoint; raises ``RuntimeError`` before :meth:`start`
+        or when it is off (``grpc_port=None``)."""
+        if self.endpoints is None:
+            raise RuntimeError("gateway not started")
+        if self.endpoints.grpc_addr is None:
+            raise RuntimeError("gRPC endpoint off (grpc_port=None)")
+        return self.endpoints.grpc_addr
+
     def start(self, timeout: float = READY_TIMEOUT_S) -> Self:
         """Start the servers and return once both accept connections and the broker registered
         (a :mod:`gateway.testing.probe` round trip, as a client would see it).
@@ -100,6 +118,7 @@ class InProcessGateway:
             namesrv_port=self.namesrv_port,
             broker_port=self.broker_port,
             properties=self.properties,
+            grpc_port=self.grpc_port,
         )
         self._thread = threading.Thread(target=self._run, name="rmq-gateway", daemon=True)
         self._thread.start()

@@ -8,9 +8,15 @@ Once ``rocketmq-gateway`` is installed, any test suite gets::
     def test_send_in_docker(rmq_container_namesrv: str) -> None:   # the container image
         ...
 
-Both fixtures are session-scoped (one gateway for the whole run: use distinct topics and groups
-per test), yield the NameServer address ``"127.0.0.1:<port>"``, and stop the servers and remove
-their state at the end. The in-process gateway listens on free ports with a temporary store and
+    def test_grpc(rmq_grpc_endpoint: str) -> None:     # RocketMQ 5 gRPC clients, same gateway
+        ClientConfiguration(rmq_grpc_endpoint, Credentials())   # rocketmq-python-client
+
+Both gateways are session-scoped (one for the whole run: use distinct topics and groups per
+test). ``rmq_namesrv`` / ``rmq_container_namesrv`` yield the NameServer address
+``"127.0.0.1:<port>"``; ``rmq_grpc_endpoint`` / ``rmq_container_grpc_endpoint`` yield the gRPC
+endpoint of the same gateway (plaintext, or TLS with a self-signed certificate, on one port).
+The fixtures stop the servers and remove their state at the end.
+The in-process gateway listens on free ports with a temporary store and
 writes nothing under ``HOME``. The container fixture needs Docker and the image
 (``scripts/setup-docker.sh`` builds ``rmq-gateway:local``; ``--rmq-gateway-image`` or
 ``RMQ_GATEWAY_IMAGE`` choose another) and uses host networking; a missing engine or image is an
@@ -60,6 +66,12 @@ def rmq_namesrv(rmq_gateway: InProcessGateway) -> str:
 
 
 @pytest.fixture(scope="session")
+def rmq_grpc_endpoint(rmq_gateway: InProcessGateway) -> str:
+    """The in-process gateway's gRPC endpoint (RocketMQ 5 clients' ``endpoints``)."""
+    return rmq_gateway.grpc_endpoint
+
+
+@pytest.fixture(scope="session")
 def rmq_container(request: pytest.FixtureRequest) -> Iterator[RocketMQGatewayContainer]:
     """The gateway image in a container (host network, free ports), ready when yielded."""
     os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # the reaper image cannot be pulled offline
@@ -78,3 +90,9 @@ def rmq_container(request: pytest.FixtureRequest) -> Iterator[RocketMQGatewayCon
 def rmq_container_namesrv(rmq_container: RocketMQGatewayContainer) -> str:
     """The container's NameServer address."""
     return rmq_container.get_namesrv_address()
+
+
+@pytest.fixture(scope="session")
+def rmq_container_grpc_endpoint(rmq_container: RocketMQGatewayContainer) -> str:
+    """The container's gRPC endpoint."""
+    return rmq_container.get_grpc_endpoint()
