@@ -8,7 +8,9 @@
 
 Each round starts each target afresh (temporary store and HOME), alternating which goes first,
 times its start-up, reads its idle memory and runs the selected cases with our Java load driver
-(bench/java, built on first use); SYNC_FLUSH cases get a server of their own. Results go to
+(bench/java, built on first use); SYNC_FLUSH cases get a server of their own, and so do the gRPC
+cases (the reference's broker then inside the 5.3.3 Proxy in local mode), whose start-up and idle
+memory are the ``grpc_startup`` and ``grpc_memory`` rows. Results go to
 ``bench/results/<date>.json`` with a markdown table (also printed) and a PNG chart beside it.
 See docs/benchmarks.md for what each case measures and how to read the figures.
 """
@@ -31,12 +33,22 @@ from typing import Any
 from bench.side_by_side.cases import CASES, DEFAULT_CASES, Case, Params, idle_memory
 from bench.side_by_side.driver import build_driver
 from bench.side_by_side.report import render_chart, render_table, summarize
-from bench.side_by_side.servers import REPO, Ours, Reference, describe_source, export_revision
+from bench.side_by_side.servers import (
+    REPO,
+    Ours,
+    Reference,
+    describe_source,
+    export_revision,
+    first_grpc_send,
+)
 
 logger = logging.getLogger("bench.side_by_side")
-SERVER_CASES = ("startup", "memory")  # measured on every server start, selectable like the others
+# Measured on every server start (the grpc_ ones on the gRPC set-up), selectable like the others.
+SERVER_CASES = ("startup", "memory", "grpc_startup", "grpc_memory")
+GRPC_SERVER_CASES = ("grpc_startup", "grpc_memory")
 REFERENCE_VERSION = "5.3.3"
 CLIENT_VERSION = "5.3.3"
+GRPC_CLIENT_VERSION = "5.0.8"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -94,20 +106,33 @@ def machine() -> dict[str, Any]:
 
 
 def run_server(
-    target_name: str, sync_flush: bool, cases: list[Case], args: argparse.Namespace, source: Path, rnd: int
+    target_name: str,
+    setup: tuple[bool, bool],
+    cases: list[Case],
+    args: argparse.Namespace,
+    source: Path,
+    rnd: int,
 ) -> list[dict[str, Any]]:
-    """Start one server set-up, measure start-up and memory, run ``cases`` on it, stop it."""
-    target: Ours | Reference = Ours(source, sync_flush) if target_name == "ours" else Reference(sync_flush)
+    """Start one server set-up (``setup`` = (sync_flush, grpc)), measure start-up and memory, run
+    ``cases`` on it, stop it."""
+    sync_flush, grpc = setup
+    target: Ours | Reference = (
+        Ours(source, sync_flush) if target_name == "ours" else Reference(sync_flush, grpc)
+    )
     rows: list[dict[str, Any]] = []
     base = {"round": rnd, "target": target_name, "flush": "SYNC_FLUSH" if sync_flush else "ASYNC_FLUSH"}
+    if grpc:
+        base["endpoint"] = "grpc"
+    startup, memory = ("grpc_startup", "grpc_memory") if grpc else ("startup", "memory")
     timing = target.start()
     try:
-        if "startup" in args.cases:
-            rows.append(
-                {**base, "case": "startup", "ready_s": timing.ready_s, "first_send_s": timing.first_send_s}
-            )
-        if "memory" in args.cases and not sync_flush:
-            rows.append({**base, "case": "memory", **idle_memory(target)})
+        if startup in args.cases:
+            row = {**base, "case": startup, "ready_s": timing.ready_s, "first_send_s": timing.first_send_s}
+            if grpc:
+                row["first_grpc_send_s"] = first_grpc_send(target, timing.started)
+            rows.append(row)
+        if memory in args.cases and not sync_flush:
+            rows.append({**base, "case": memory, **idle_memory(target)})
         params = Params(args.duration, args.warmup, args.size, args.backlog)
         for case in cases:
             started = time.perf_counter()
@@ -124,6 +149,22 @@ def run_server(
     return rows
 
 
+def server_setups(case_names: list[str]) -> list[tuple[tuple[bool, bool], list[Case]]]:
+    """The server set-ups the selected cases need, each with its cases: ((sync_flush, grpc), cases).
+    The ASYNC_FLUSH one also serves the start-up and memory rows, the gRPC one their grpc_ twins."""
+    selected = [CASES[name] for name in case_names if name in CASES]
+    out = []
+    for setup in ((False, False), (True, False), (False, True)):
+        cases = [c for c in selected if (c.sync_flush, c.grpc) == setup]
+        server_rows = {
+            (False, False): set(SERVER_CASES) - set(GRPC_SERVER_CASES),
+            (False, True): set(GRPC_SERVER_CASES),
+        }.get(setup, set())
+        if cases or server_rows & set(case_names):
+            out.append((setup, cases))
+    return out
+
+
 def _brief(m: dict[str, Any]) -> str:
     if "error" in m:
         return "ERROR"
@@ -135,31 +176,27 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     args = parse_args(argv)
     began = time.perf_counter()
+    setups = server_setups(args.cases)
     build_driver()
+    if any(grpc for (_, grpc), _ in setups):
+        build_driver(grpc=True)
     source = REPO if args.ours_source == "worktree" else export_revision(args.ours_source)
-    selected = [CASES[name] for name in args.cases if name in CASES]
-    setups = [
-        (False, [c for c in selected if not c.sync_flush]),
-        (True, [c for c in selected if c.sync_flush]),
-    ]
-    needs_async_server = bool(setups[0][1]) or bool(set(args.cases) & set(SERVER_CASES))
     meta: dict[str, Any] = {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": machine(),
         "ours": describe_source(args.ours_source),
         "reference": f"Apache RocketMQ {REFERENCE_VERSION} (Maven Central), NameServer and Broker "
-        "heaps 256 MiB each",
-        "client": f"rocketmq-client {CLIENT_VERSION} (bench/java driver)",
+        "heaps 256 MiB each; gRPC: the Proxy in local mode (broker inside it) beside the NameServer",
+        "client": f"rocketmq-client {CLIENT_VERSION} (bench/java driver); gRPC: rocketmq-client-java "
+        f"{GRPC_CLIENT_VERSION} (GrpcBench)",
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
     }
     rows: list[dict[str, Any]] = []
     for rnd in range(args.rounds):
         order = args.targets if rnd % 2 == 0 else list(reversed(args.targets))
         for target_name in order:
-            for sync_flush, cases in setups:
-                if (sync_flush and not cases) or (not sync_flush and not needs_async_server):
-                    continue
-                rows += run_server(target_name, sync_flush, cases, args, source, rnd)
+            for setup, cases in setups:
+                rows += run_server(target_name, setup, cases, args, source, rnd)
     meta["machine"]["loadavg_at_end"] = Path("/proc/loadavg").read_text().split()[:3]
     meta["runtime_s"] = round(time.perf_counter() - began, 1)
     summary = summarize(rows)

@@ -2,8 +2,12 @@
 
 All messages are ``--size`` bytes (1 KiB by default), all topics are created with 8 queues before a
 case runs, every throughput case reports msgs/s beside the server CPU µs per message. Cases marked
-``sync_flush`` run on a second server started with ``flushDiskType=SYNC_FLUSH``; the others share one
-ASYNC_FLUSH server per target and round (fresh store each round).
+``sync_flush`` run on a second server started with ``flushDiskType=SYNC_FLUSH``; cases marked ``grpc``
+on a third, the reference's broker then running inside the 5.3.3 Proxy in local mode; the others
+share one ASYNC_FLUSH server per target and round (fresh store each round).
+
+The gRPC cases drive the endpoint with ``rmqbench.GrpcBench`` (rocketmq-client-java 5.0.8,
+plaintext); topics are created and backlogs filled over the remoting protocol as for the others.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bench.side_by_side.driver import run_driver
+from bench.side_by_side.driver import GRPC_DRIVER, run_driver
 from bench.side_by_side.servers import Target, create_topic, memory_kib, stored_messages
 
 TOPIC_QUEUES = 8
@@ -22,6 +26,9 @@ BACKLOG = 100_000  # messages the push consumer drains
 ASYNC_IN_FLIGHT = 1024
 FIXED_RATE = 2000  # msgs/s of the latency case
 LOOKUP_CONNECTIONS = 8
+GRPC_SEND_THREADS = 16
+GRPC_RECEIVE_THREADS = 4  # threads calling receive on one SimpleConsumer
+GRPC_RECEIVE_BATCH = 32  # messages asked per receive
 
 
 @dataclass(frozen=True)
@@ -40,6 +47,7 @@ class Case:
     title: str
     run: Callable[[Target, Params, str], dict[str, Any]]
     sync_flush: bool = False
+    grpc: bool = False  # needs a gRPC endpoint: runs on the set-up with the reference's Proxy
     higher_is_better: str = "msgs_per_s"  # the headline figure of the row
 
 
@@ -78,9 +86,9 @@ def fixed_rate(target: Target, p: Params, topic: str) -> dict[str, Any]:
     return _producer(target, p, topic, threads=8, send="sync", rate=FIXED_RATE)
 
 
-def consume_backlog(target: Target, p: Params, topic: str) -> dict[str, Any]:
-    """Store ``p.backlog`` messages (batches, not measured), then measure a push consumer draining
-    them from the first offset: the clock starts at the first delivered message."""
+def _fill_backlog(target: Target, p: Params, topic: str) -> tuple[int, float]:
+    """Create ``topic`` and store ``p.backlog`` messages in batches (not measured): (messages the
+    broker holds, with the driver's priming send; the filling msgs/s)."""
     create_topic(target.broker_addr, target.namesrv_addr, topic, TOPIC_QUEUES)
     fill = run_driver(
         "producer",
@@ -93,9 +101,16 @@ def consume_backlog(target: Target, p: Params, topic: str) -> dict[str, Any]:
         batch=32,
         count=p.backlog,
     )
-    stored = stored_messages(target.broker_addr, topic, TOPIC_QUEUES)  # with the driver's priming send
+    stored = stored_messages(target.broker_addr, topic, TOPIC_QUEUES)
     if stored < p.backlog:
         raise RuntimeError(f"backlog: only {stored} of {p.backlog} messages stored")
+    return stored, float(fill.result["tps"])
+
+
+def consume_backlog(target: Target, p: Params, topic: str) -> dict[str, Any]:
+    """Store ``p.backlog`` messages, then measure a push consumer draining them from the first
+    offset: the clock starts at the first delivered message."""
+    stored, fill_rate = _fill_backlog(target, p, topic)
     run = run_driver(
         "consumer",
         target.pids(),
@@ -108,7 +123,47 @@ def consume_backlog(target: Target, p: Params, topic: str) -> dict[str, Any]:
     # The driver's consumer RT is store-to-delivery: for an old backlog it measures the backlog's age.
     for key in ("avg_rt_ms", "max_rt_ms", "p50_ms", "p99_ms", "p999_ms"):
         out[f"store_to_delivery_{key}"] = out.pop(key)
-    out["backlog_fill_msgs_per_s"] = float(fill.result["tps"])
+    out["backlog_fill_msgs_per_s"] = fill_rate
+    return out
+
+
+def grpc_send(target: Target, p: Params, topic: str) -> dict[str, Any]:
+    """Sync sends from threads sharing one gRPC Producer, for ``p.duration_s`` after the warm-up."""
+    create_topic(target.broker_addr, target.namesrv_addr, topic, TOPIC_QUEUES)
+    run = run_driver(
+        "send",
+        target.pids(),
+        main=GRPC_DRIVER,
+        endpoint=target.grpc_addr,
+        topic=topic,
+        threads=GRPC_SEND_THREADS,
+        size=p.size,
+        duration=p.duration_s,
+        warmup=p.warmup_s,
+    )
+    return run.metrics()
+
+
+def grpc_receive(target: Target, p: Params, topic: str) -> dict[str, Any]:
+    """Store ``p.backlog`` messages, then a SimpleConsumer receives and acknowledges them: warm-up
+    from the first message, then ``p.duration_s`` or until the backlog is drained. The RT figures
+    are those of one receive with the acks of its batch."""
+    stored, fill_rate = _fill_backlog(target, p, topic)
+    run = run_driver(
+        "receive",
+        target.pids(),
+        main=GRPC_DRIVER,
+        endpoint=target.grpc_addr,
+        topic=topic,
+        group=f"{topic}_group",
+        count=stored,
+        threads=GRPC_RECEIVE_THREADS,
+        batch=GRPC_RECEIVE_BATCH,
+        duration=p.duration_s,
+        warmup=p.warmup_s,
+    )
+    out = run.metrics()
+    out["backlog_fill_msgs_per_s"] = fill_rate
     return out
 
 
@@ -162,6 +217,13 @@ CASES: dict[str, Case] = {
             lookups_1_connection,
         ),
         Case("rate2000", f"latency at {FIXED_RATE:,} msgs/s (8 threads, sync)", fixed_rate),
+        Case("grpc_send", f"gRPC sync send, {GRPC_SEND_THREADS} threads", grpc_send, grpc=True),
+        Case(
+            "grpc_receive",
+            f"gRPC SimpleConsumer receive + ack, {GRPC_RECEIVE_THREADS} threads x {GRPC_RECEIVE_BATCH}",
+            grpc_receive,
+            grpc=True,
+        ),
     )
 }
 DEFAULT_CASES = tuple(CASES)

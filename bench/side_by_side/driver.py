@@ -1,4 +1,5 @@
-"""Runs our Java load driver (bench/java, rocketmq-client 5.3.3) and measures around it.
+"""Runs our Java load drivers (bench/java: ``rmqbench.Bench`` on rocketmq-client 5.3.3, and
+``rmqbench.GrpcBench`` on the gRPC rocketmq-client-java 5.0.8) and measures around them.
 
 The driver prints ``MARK start`` when its measured phase begins (after the warm-up, or at the first
 consumed message) and ``MARK end`` when it ends; this module reads its output as it comes and takes
@@ -20,6 +21,13 @@ from typing import Any
 from bench.side_by_side.servers import cpu_seconds, die_with_parent, machine_busy_seconds
 
 JAVA_DIR = Path(__file__).resolve().parents[1] / "java"
+GRPC_CLIENT_LIB = JAVA_DIR.parents[1] / "compat_tests" / "java" / "grpc5" / "target" / "lib"
+REMOTING_DRIVER = "rmqbench.Bench"
+GRPC_DRIVER = "rmqbench.GrpcBench"
+CLASSPATHS = {  # main class: its classpath (built by bench/java/build.sh)
+    REMOTING_DRIVER: f"{JAVA_DIR}/target/classes:{JAVA_DIR}/target/lib/*",
+    GRPC_DRIVER: f"{JAVA_DIR}/target/grpc-classes:{GRPC_CLIENT_LIB}/*",
+}
 DRIVER_HEAP = "-Xmx512m"
 RUN_TIMEOUT_S = 300.0  # one driver run; every case is bounded far below this
 
@@ -28,9 +36,10 @@ class DriverError(RuntimeError):
     """The driver failed, printed no result, or did not finish in time."""
 
 
-def build_driver() -> None:
-    """Resolve rocketmq-client 5.3.3 and compile the driver (skipped when up to date)."""
-    subprocess.run(["bash", str(JAVA_DIR / "build.sh")], check=True)
+def build_driver(grpc: bool = False) -> None:
+    """Compile the remoting driver (resolving rocketmq-client 5.3.3), or with ``grpc`` the gRPC
+    one; each skipped when up to date."""
+    subprocess.run(["bash", str(JAVA_DIR / "build.sh"), *(["grpc"] if grpc else [])], check=True)
 
 
 @dataclass
@@ -78,10 +87,11 @@ class DriverRun:
         }
 
 
-def run_driver(mode: str, server_pids: list[int], **options: object) -> DriverRun:
-    """Run ``Bench <mode> --key value ...`` and measure it; raises :class:`DriverError`."""
-    cmd = ["java", DRIVER_HEAP, "-cp", f"{JAVA_DIR}/target/classes:{JAVA_DIR}/target/lib/*", "rmqbench.Bench"]
-    cmd.append(mode)
+def run_driver(
+    mode: str, server_pids: list[int], main: str = REMOTING_DRIVER, **options: object
+) -> DriverRun:
+    """Run ``<main> <mode> --key value ...`` and measure it; raises :class:`DriverError`."""
+    cmd = ["java", DRIVER_HEAP, "-cp", CLASSPATHS[main], main, mode]
     for key, value in options.items():
         cmd += [f"--{key.replace('_', '-')}", str(value)]
     proc = subprocess.Popen(

@@ -14,7 +14,26 @@ from typing import Any
 from bench.side_by_side.cases import CASES
 
 THROUGHPUT_METRICS = ("msgs_per_s", "server_cpu_us_per_msg", "p50_ms", "p99_ms", "p999_ms", "other_cores")
-SERVER_METRICS = {"startup": ("ready_s", "first_send_s"), "memory": ("rss_mib", "anon_mib", "file_mib")}
+MEMORY_METRICS = ("rss_mib", "anon_mib", "file_mib")
+SERVER_METRICS = {
+    "startup": ("ready_s", "first_send_s"),
+    "memory": MEMORY_METRICS,
+    "grpc_startup": ("ready_s", "first_send_s", "first_grpc_send_s"),
+    "grpc_memory": MEMORY_METRICS,
+}
+SERVER_LABELS = {  # (case, metric): (row label, digits)
+    ("startup", "ready_s"): ("start-up to ready (s)", 3),
+    ("startup", "first_send_s"): ("start-up to first stored send (s)", 3),
+    ("memory", "rss_mib"): ("idle RSS, all server processes (MiB)", 1),
+    ("memory", "anon_mib"): ("  of which anonymous (MiB)", 1),
+    ("memory", "file_mib"): ("  of which mapped files (MiB)", 1),
+    ("grpc_startup", "ready_s"): ("with the gRPC endpoint (reference: Proxy, local mode): ready (s)", 3),
+    ("grpc_startup", "first_send_s"): ("  to first stored send (s)", 3),
+    ("grpc_startup", "first_grpc_send_s"): ("  to first stored gRPC send (s)", 3),
+    ("grpc_memory", "rss_mib"): ("  idle RSS, all server processes (MiB)", 1),
+    ("grpc_memory", "anon_mib"): ("    of which anonymous (MiB)", 1),
+    ("grpc_memory", "file_mib"): ("    of which mapped files (MiB)", 1),
+}
 TARGETS = ("ours", "reference")
 
 
@@ -97,16 +116,9 @@ def render_table(summary: dict[str, Any], meta: dict[str, Any]) -> str:
             f"| {_cell(summary, name, 'reference', 'p99_ms', 2)} "
             f"| {_ratio(summary, name, 'p99_ms')} | {' / '.join(_fmt(n, 2) for n in noise)} |"
         )
-    if "startup" in summary or "memory" in summary:
+    if set(summary) & set(SERVER_METRICS):
         lines += ["", "| server | ours | reference | ratio |", "|---|---|---|---|"]
-        labels = {
-            ("startup", "ready_s"): ("start-up to ready (s)", 3),
-            ("startup", "first_send_s"): ("start-up to first stored send (s)", 3),
-            ("memory", "rss_mib"): ("idle RSS, all server processes (MiB)", 1),
-            ("memory", "anon_mib"): ("  of which anonymous (MiB)", 1),
-            ("memory", "file_mib"): ("  of which mapped files (MiB)", 1),
-        }
-        for (case, metric), (label, digits) in labels.items():
+        for (case, metric), (label, digits) in SERVER_LABELS.items():
             if case in summary:
                 lines.append(
                     f"| {label} | {_cell(summary, case, 'ours', metric, digits)} "

@@ -3,13 +3,18 @@
 * **ours**: ``rmq-gateway standalone`` (NameServer and Broker in one process) as a subprocess of the
   project's venv Python, with a temporary HOME and store; either the working tree or a git revision
   exported to a temporary directory (``--ours-source``), so two commits can be compared.
+  Ours always runs with its gRPC endpoint on (``--grpc-port 0``).
 * **reference**: the real Apache RocketMQ 5.3.3 NameServer and Broker from the Maven Central jars,
   started by :class:`compat_tests.golden_servers.ReferenceServers` (the compat launcher: 256 MiB
-  heaps, loopback, ``autoCreateTopicEnable``). Its stores are thrown away, so it is killed rather
-  than given its ~20 s orderly shutdown.
+  heaps, loopback, ``autoCreateTopicEnable``). For the gRPC cases (``grpc=True``) the broker is the
+  one inside the 5.3.3 Proxy in local mode (``ProxyStartup -pm local``: Proxy and broker are one
+  JVM), beside the NameServer. Its stores are thrown away, so it is killed rather than given its
+  ~20 s orderly shutdown.
 
-Every start is timed twice: to *ready* (our ``ready:`` line; the real broker's "boot success") and
-to the *first send* (the NameServer routes the broker and a raw ``SEND_MESSAGE_V2`` is stored).
+Every start is timed twice: to *ready* (our ``ready:`` line; the real broker's "boot success", or
+the Proxy's "startup successfully") and to the *first send* (the NameServer routes the broker and a
+raw ``SEND_MESSAGE_V2`` is stored); a gRPC set-up also to the first gRPC ``SendMessage`` stored
+(:func:`first_grpc_send`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -46,6 +52,7 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # /proc/PID/stat times are in these
 OUR_BROKER_NAME = "broker-a"  # BrokerConfig's default brokerName, as the reference's
 SYNC_FLUSH_CONF = "flushDiskType=SYNC_FLUSH"
+FIRST_GRPC_TOPIC = "BenchFirstGrpcSend"
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -83,6 +90,7 @@ class Target(Protocol):
     name: str
     namesrv_addr: str
     broker_addr: str
+    grpc_addr: str  # "" when the set-up has no gRPC endpoint
 
     def pids(self) -> list[int]: ...
 
@@ -93,6 +101,7 @@ class Target(Protocol):
 class Timing:
     ready_s: float
     first_send_s: float
+    started: float = 0.0  # time.perf_counter() at the launch
 
 
 def create_topic(broker_addr: str, namesrv_addr: str, topic: str, queues: int) -> None:
@@ -175,6 +184,41 @@ def _first_send(namesrv_addr: str, broker_addr: str, started: float, proc: subpr
         time.sleep(0.05)
 
 
+def first_grpc_send(target: Target, started: float) -> float:
+    """Seconds from ``started`` until a raw gRPC ``SendMessage`` (grpcio, plaintext) is stored, once
+    its topic is created at the broker and routed (the Proxy routes through the NameServer)."""
+    import grpc
+
+    from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
+
+    create_topic(target.broker_addr, target.namesrv_addr, FIRST_GRPC_TOPIC, 1)
+    metadata = [("x-mq-client-id", "bench-first-send"), ("x-mq-language", "JAVA"), ("x-mq-protocol", "v2")]
+    deadline = time.monotonic() + ROUTE_TIMEOUT_S
+    with grpc.insecure_channel(target.grpc_addr) as channel:
+        send = channel.unary_unary(
+            "/apache.rocketmq.v2.MessagingService/SendMessage",
+            request_serializer=pb.SendMessageRequest.SerializeToString,
+            response_deserializer=pb.SendMessageResponse.FromString,
+        )
+        while True:
+            message = pb.Message(body=b"first")
+            message.topic.name = FIRST_GRPC_TOPIC
+            message.system_properties.message_id = f"01{uuid.uuid4().hex.upper()}"
+            message.system_properties.message_type = pb.NORMAL
+            message.system_properties.born_host = "127.0.0.1"
+            message.system_properties.born_timestamp.GetCurrentTime()
+            try:
+                answer = send(pb.SendMessageRequest(messages=[message]), metadata=metadata, timeout=10)
+                if answer.status.code == pb.OK:
+                    return time.perf_counter() - started
+                outcome = f"{pb.Code.Name(answer.status.code)} {answer.status.message}"
+            except grpc.RpcError as err:
+                outcome = str(err)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"first gRPC send to {target.grpc_addr}: {outcome}")
+            time.sleep(0.05)
+
+
 @dataclass
 class Ours:
     """``rmq-gateway standalone`` from ``source_dir`` (a tree holding gateway/, broker/ ...)."""
@@ -184,6 +228,7 @@ class Ours:
     name: str = "ours"
     namesrv_addr: str = ""
     broker_addr: str = ""
+    grpc_addr: str = ""
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="bench-ours-")))
     proc: subprocess.Popen[bytes] | None = None
 
@@ -211,12 +256,14 @@ class Ours:
             if match := re.search(r"ready: namesrv=(\S+) broker=(\S+)", text):
                 ready = time.perf_counter() - started
                 self.namesrv_addr, self.broker_addr = match.group(1), match.group(2)
+                if grpc := re.search(r"grpc=(\S+)", text):
+                    self.grpc_addr = grpc.group(1)
                 break
             if self.proc.poll() is not None or time.perf_counter() - started > READY_TIMEOUT_S:
                 self.stop()
                 raise RuntimeError(f"rmq-gateway did not get ready:\n{text[-3000:]}")
             time.sleep(0.005)
-        return Timing(ready, _first_send(self.namesrv_addr, self.broker_addr, started, self.proc))
+        return Timing(ready, _first_send(self.namesrv_addr, self.broker_addr, started, self.proc), started)
 
     def pids(self) -> list[int]:
         assert self.proc is not None
@@ -235,12 +282,15 @@ class Ours:
 
 @dataclass
 class Reference:
-    """The real 5.3.3 NameServer + Broker, through the compat launcher."""
+    """The real 5.3.3 NameServer + Broker, through the compat launcher; with ``grpc`` the broker
+    runs inside the Proxy in local mode."""
 
     sync_flush: bool = False
+    grpc: bool = False
     name: str = "reference"
     namesrv_addr: str = ""
     broker_addr: str = ""
+    grpc_addr: str = ""
     servers: ReferenceServers | None = None
 
     def start(self) -> Timing:
@@ -260,7 +310,12 @@ class Reference:
         started = time.perf_counter()
         try:
             self.servers.start_namesrv()
-            self.servers.start_broker()
+            if self.grpc:
+                grpc_port = free_port_on(("127.0.0.1",))
+                self.servers.start_proxy(grpc_port, free_port_on(("127.0.0.1",)))
+                self.grpc_addr = f"127.0.0.1:{grpc_port}"
+            else:
+                self.servers.start_broker()
         except BaseException:
             self.stop()
             raise
@@ -268,7 +323,8 @@ class Reference:
         self.namesrv_addr = self.servers.namesrv_addr
         self.broker_addr = f"127.0.0.1:{broker_port}"
         assert self.servers.broker is not None
-        return Timing(ready, _first_send(self.namesrv_addr, self.broker_addr, started, self.servers.broker))
+        first_send = _first_send(self.namesrv_addr, self.broker_addr, started, self.servers.broker)
+        return Timing(ready, first_send, started)
 
     def pids(self) -> list[int]:
         assert self.servers is not None
