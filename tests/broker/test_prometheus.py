@@ -1,0 +1,79 @@
+"""The exporter's labels (:mod:`broker.prometheus`): ``message_type`` as Java's
+``BrokerMetricsManager.getMessageType``, retry topics left out of ``messages_in``, and the
+``protocol_type`` / ``is_system`` labels of the connection gauges."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+from pathlib import Path
+
+import pytest
+import trio
+
+from broker.prometheus import message_type
+from codec.properties import DELAY, TRAN_MSG
+from tests.broker.helpers import running_broker, send_request
+from tests.broker.test_admin_ops import consumer_heartbeat, sample
+
+
+@pytest.mark.parametrize(
+    ("properties", "expected"),
+    [
+        ({}, "normal"),
+        ({"TAGS": "TagA", "KEYS": "k"}, "normal"),
+        ({TRAN_MSG: "true"}, "transaction"),
+        ({TRAN_MSG: "TRUE"}, "transaction"),  # Boolean.parseBoolean ignores case
+        ({TRAN_MSG: "false"}, "normal"),
+        ({"__SHARDINGKEY": "order-1"}, "fifo"),
+        ({DELAY: "3"}, "delay"),
+        ({"__STARTDELIVERTIME": "1700000000000"}, "delay"),
+        ({"TIMER_DELIVER_MS": "1700000000000"}, "delay"),
+        ({"TIMER_DELAY_SEC": "5"}, "delay"),
+        ({"TIMER_DELAY_MS": "5000"}, "delay"),
+        # Java's order: a transaction wins over a message group, a message group over a delay.
+        ({TRAN_MSG: "true", "__SHARDINGKEY": "g", DELAY: "2"}, "transaction"),
+        ({"__SHARDINGKEY": "g", DELAY: "2"}, "fifo"),
+    ],
+)
+def test_message_type_follows_java_precedence(properties: dict[str, str], expected: str) -> None:
+    assert message_type(properties) == expected
+
+
+async def test_sends_are_labelled_by_message_type_and_retry_topics_left_out(tmp_path: Path) -> None:
+    async with running_broker(
+        tmp_path,
+        metrics_exporter_type="PROM",
+        metrics_prom_exporter_host="127.0.0.1",
+        metrics_prom_exporter_port=0,
+    ) as (app, conn):
+        exporter = app.broker.metrics
+        assert exporter is not None
+        for i in range(3):
+            assert (await conn.invoke(send_request("TypeT", f"n{i}".encode()), 3)).code == 0
+        for i in range(2):
+            assert (await conn.invoke(send_request("TypeT", f"d{i}".encode(), {DELAY: "2"}), 3)).code == 0
+        fifo = send_request("TypeT", b"f", {"__SHARDINGKEY": "group-1"})
+        assert (await conn.invoke(fifo, 3)).code == 0
+        retry = send_request("%RETRY%typeGroup", b"r")
+        assert (await conn.invoke(retry, 3)).code == 0
+        heartbeat = consumer_heartbeat("client-1", "CID_RMQ_SYS_TEST", "TypeT")
+        assert (await conn.invoke(heartbeat, 3)).code == 0
+        exporter.refresh()
+
+        def scrape() -> str:
+            with urllib.request.urlopen(f"http://127.0.0.1:{exporter.port}/metrics", timeout=5) as r:
+                return str(r.read().decode())
+
+        text = await trio.to_thread.run_sync(scrape)
+    base = {"cluster": "DefaultCluster", "node_id": "broker-a", "node_type": "broker"}
+    normal = {**base, "topic": "TypeT", "is_system": "false"}
+    assert sample(text, "rocketmq_messages_in_total", message_type="normal", **normal) == 3
+    assert sample(text, "rocketmq_messages_in_total", message_type="fifo", **normal) == 1
+    # A delayed send is stored in the schedule topic, a system topic, as in Java (the put hook
+    # rewrites the message's topic before SendMessageProcessor labels it).
+    delayed = {**base, "topic": "SCHEDULE_TOPIC_XXXX", "is_system": "true"}
+    assert sample(text, "rocketmq_messages_in_total", message_type="delay", **delayed) == 2
+    assert not re.search(r'^rocketmq_messages_in_total\{[^}]*topic="%RETRY%', text, re.M)
+    assert sample(text, "rocketmq_consumer_connections", consumer_group="CID_RMQ_SYS_TEST",
+                  protocol_type="remoting", is_system="true", consume_mode="push") == 1  # fmt: skip
