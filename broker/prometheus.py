@@ -18,11 +18,17 @@ is about a tenth of the gateway's start-up imports.
   Names, labels and buckets are those the Java broker's OpenTelemetry exporter produces.
 * Gauges, computed on the broker's thread at most once a second while requests flow and read by
   the HTTP thread as an immutable snapshot (the broker's tables are not thread-safe):
-  ``rocketmq_consumer_lag_messages``, ``rocketmq_consumer_lag_latency``,
-  ``rocketmq_consumer_inflight_messages``, ``rocketmq_consumer_queueing_latency``,
+  ``rocketmq_consumer_lag_messages``, ``rocketmq_consumer_lag_latency_milliseconds``,
+  ``rocketmq_consumer_inflight_messages``, ``rocketmq_consumer_queueing_latency_milliseconds``,
   ``rocketmq_consumer_ready_messages``, ``rocketmq_producer_connections``,
   ``rocketmq_consumer_connections``, ``rocketmq_topic_number``,
-  ``rocketmq_consumer_group_number``, ``rocketmq_broker_permission``.
+  ``rocketmq_consumer_group_number``, ``rocketmq_broker_permission``, and the store's
+  (``DefaultStoreMetricsManager``): ``rocketmq_storage_size_bytes`` (used bytes of the file system
+  of the store root), ``rocketmq_storage_flush_behind_bytes``,
+  ``rocketmq_storage_dispatch_behind_bytes`` (always 0: a put dispatches its consume-queue and
+  index entries before it returns), ``rocketmq_storage_message_reserve_time_milliseconds`` (age of
+  the oldest stored message). A gauge with a unit carries it in its name, as Java's OpenTelemetry
+  Prometheus exporter appends it.
 
 Every series carries ``cluster``, ``node_type="broker"`` and ``node_id`` (the broker name), the
 attributes Java's exporter adds to every metric; the connection gauges also carry
@@ -33,6 +39,8 @@ named ``CID_RMQ_SYS_…``), as Java's.
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -161,14 +169,16 @@ class BrokerMetrics:
         names = [*self.base, "topic", "consumer_group", "is_retry", "is_system"]
         lag = GaugeMetricFamily("rocketmq_consumer_lag_messages", "Messages not yet consumed", labels=names)
         lag_latency = GaugeMetricFamily(
-            "rocketmq_consumer_lag_latency", "Age of the oldest unconsumed message (ms)", labels=names
-        )
+            "rocketmq_consumer_lag_latency_milliseconds", "Age of the oldest unconsumed message (ms)",
+            labels=names,
+        )  # fmt: skip
         inflight = GaugeMetricFamily(
             "rocketmq_consumer_inflight_messages", "Pulled, not committed", labels=names
         )
         queueing = GaugeMetricFamily(
-            "rocketmq_consumer_queueing_latency", "Age of the next message to pull (ms)", labels=names
-        )
+            "rocketmq_consumer_queueing_latency_milliseconds", "Age of the next message to pull (ms)",
+            labels=names,
+        )  # fmt: skip
         ready = GaugeMetricFamily("rocketmq_consumer_ready_messages", "Messages ready to pull", labels=names)
         now_ms = int(time.time() * 1000)
         store = broker.store
@@ -225,7 +235,36 @@ class BrokerMetrics:
             family = GaugeMetricFamily(name, doc, labels=list(base))
             family.add_metric(list(base.values()), value)
             scalars.append(family)
-        self._gauges = (lag, lag_latency, inflight, queueing, ready, producers, consumers, *scalars)
+        self._gauges = (
+            lag, lag_latency, inflight, queueing, ready, producers, consumers, *scalars,
+            *self._storage_gauges(now_ms),
+        )  # fmt: skip
+
+    def _storage_gauges(self, now_ms: int) -> list[GaugeMetricFamily]:
+        """``DefaultStoreMetricsManager``'s storage gauges (labels storage_type, storage_medium)."""
+        broker, store = self.broker, self.broker.store
+        names = [*self.base, "storage_type", "storage_medium"]
+        values = [*self.base.values(), "local", "disk"]
+        figures = [
+            ("rocketmq_storage_flush_behind_bytes", "Commit-log bytes not yet flushed",
+             max(store.max_phy_offset - store.commit_log.queue.flushed_offset, 0)),
+            ("rocketmq_storage_dispatch_behind_bytes", "Commit-log bytes not yet dispatched", 0),
+        ]  # fmt: skip
+        root = store.config.store_path_root_dir
+        if os.path.isdir(root):
+            usage = shutil.disk_usage(root)
+            figures.append(("rocketmq_storage_size_bytes", "Used bytes of the store's file system",
+                            usage.total - usage.free))  # fmt: skip
+        earliest = broker.earliest_message_time()
+        if earliest > 0:
+            figures.append(("rocketmq_storage_message_reserve_time_milliseconds",
+                            "Age of the oldest stored message (ms)", now_ms - earliest))  # fmt: skip
+        families = []
+        for name, doc, value in figures:
+            family = GaugeMetricFamily(name, doc, labels=names)
+            family.add_metric(values, value)
+            families.append(family)
+        return families
 
     # -- serving ---------------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
-"""The exporter's labels (:mod:`broker.prometheus`): ``message_type`` as Java's
-``BrokerMetricsManager.getMessageType``, retry topics left out of ``messages_in``, and the
-``protocol_type`` / ``is_system`` labels of the connection gauges."""
+"""The exporter's names and labels (:mod:`broker.prometheus`): ``message_type`` as Java's
+``BrokerMetricsManager.getMessageType``, retry topics left out of ``messages_in``, the
+``protocol_type`` / ``is_system`` labels of the connection gauges, the unit in the names of the
+latency gauges, and the storage gauges."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import pytest
 import trio
 
 from broker.prometheus import message_type
+from codec.codes import RequestCode
 from codec.properties import DELAY, TRAN_MSG
 from tests.broker.helpers import running_broker, send_request
-from tests.broker.test_admin_ops import consumer_heartbeat, sample
+from tests.broker.test_admin_ops import consumer_heartbeat, request, sample
 
 
 @pytest.mark.parametrize(
@@ -59,6 +61,8 @@ async def test_sends_are_labelled_by_message_type_and_retry_topics_left_out(tmp_
         assert (await conn.invoke(retry, 3)).code == 0
         heartbeat = consumer_heartbeat("client-1", "CID_RMQ_SYS_TEST", "TypeT")
         assert (await conn.invoke(heartbeat, 3)).code == 0
+        commit = {"consumerGroup": "typeGroup", "topic": "TypeT", "queueId": "0", "commitOffset": "1"}
+        assert (await conn.invoke(request(RequestCode.UPDATE_CONSUMER_OFFSET, commit), 3)).code == 0
         exporter.refresh()
 
         def scrape() -> str:
@@ -77,3 +81,12 @@ async def test_sends_are_labelled_by_message_type_and_retry_topics_left_out(tmp_
     assert not re.search(r'^rocketmq_messages_in_total\{[^}]*topic="%RETRY%', text, re.M)
     assert sample(text, "rocketmq_consumer_connections", consumer_group="CID_RMQ_SYS_TEST",
                   protocol_type="remoting", is_system="true", consume_mode="push") == 1  # fmt: skip
+    lagging = {**normal, "consumer_group": "typeGroup", "is_retry": "false"}
+    assert sample(text, "rocketmq_consumer_lag_messages", **lagging) == 3  # 4 in queue 0, 1 committed
+    assert sample(text, "rocketmq_consumer_lag_latency_milliseconds", **lagging) >= 0
+    assert sample(text, "rocketmq_consumer_queueing_latency_milliseconds", **lagging) >= 0
+    storage = {**base, "storage_type": "local", "storage_medium": "disk"}
+    assert sample(text, "rocketmq_storage_size_bytes", **storage) > 0
+    assert sample(text, "rocketmq_storage_flush_behind_bytes", **storage) >= 0
+    assert sample(text, "rocketmq_storage_dispatch_behind_bytes", **storage) == 0
+    assert sample(text, "rocketmq_storage_message_reserve_time_milliseconds", **storage) >= 0
