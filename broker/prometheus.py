@@ -53,9 +53,10 @@ from broker.controller import BrokerController
 from broker.stats import BrokerStats
 from codec.codes import LanguageCode, request_code_name, response_code_name
 from codec.command import RemotingCommand
-from codec.properties import DELAY, TRAN_MSG
+from codec.properties import DELAY, REAL_TOPIC, TRAN_MSG
 from codec.versions import version_desc
 from gateway.transport.dispatch import Dispatcher
+from store.dispatch import SCHEDULE_TOPIC
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +66,7 @@ RPC_LATENCY_BUCKETS_MS = (1, 3, 5, 7, 10, 100, 1000, 2000, 3000)  # RemotingMetr
 BASE_LABELS = ("cluster", "node_type", "node_id")
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
+SCHEDULE_CONSUMER = "SCHEDULE_CONSUMER"  # MixAll.SCHEDULE_CONSUMER_GROUP
 SYSTEM_GROUP_PREFIX = "cid_rmq_sys_"  # MixAll.CID_RMQ_SYS_PREFIX, compared in lower case
 SHARDING_KEY = "__SHARDINGKEY"  # MessageConst.PROPERTY_SHARDING_KEY
 # MessageConst's start-deliver-time, delay level and the three timer properties
@@ -112,13 +114,20 @@ class BrokerMetrics:
     # -- counters --------------------------------------------------------------------------------
 
     def on_put(self, topic: str, count: int, size: int, properties: Mapping[str, str]) -> None:
-        if topic.startswith((RETRY_PREFIX, DLQ_PREFIX)):  # BrokerMetricsManager.isRetryOrDlqTopic
+        """A put: a send (not to a retry or dead-letter topic, as ``SendMessageProcessor``), or a
+        delayed message delivered by the schedule service, which Java counts as read from the
+        schedule topic by ``SCHEDULE_CONSUMER`` and received as ``delay`` on its own topic
+        (``ScheduleMessageService.PutResultProcess.onSuccess``)."""
+        delivered = topic != SCHEDULE_TOPIC and DELAY in properties and REAL_TOPIC in properties
+        if delivered:
+            self.on_get(SCHEDULE_TOPIC, SCHEDULE_CONSUMER, count, size)
+        elif topic.startswith((RETRY_PREFIX, DLQ_PREFIX)):  # BrokerMetricsManager.isRetryOrDlqTopic
             self.maybe_refresh()
             return
         labels = {
             **self.base,
             "topic": topic,
-            "message_type": message_type(properties),
+            "message_type": "delay" if delivered else message_type(properties),
             "is_system": _flag(self.broker.topics.is_system(topic)),
         }
         self.messages_in.labels(**labels).inc(count)
@@ -133,7 +142,7 @@ class BrokerMetrics:
             **self.base,
             "topic": topic,
             "consumer_group": group,
-            "is_system": _flag(self.broker.topics.is_system(topic)),
+            "is_system": _flag(self.broker.topics.is_system(topic) or _system_group(group)),
         }
         self.messages_out.labels(**labels).inc(count)
         self.throughput_out.labels(**labels).inc(size)
