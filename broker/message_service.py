@@ -25,6 +25,7 @@ import trio
 
 from broker.stats import BrokerStats
 from codec.message import MessageRecord
+from codec.properties import decode_properties
 from store.errors import StoreIOError
 from store.message_store import MessageStore
 from store.results import PutMessageResult, PutMessageStatus
@@ -67,7 +68,14 @@ class MessageService:
         result = self.store.put_messages(msgs, properties)
         if result.ok and result.append_result is not None and msgs:
             elapsed_ms = int((time.perf_counter() - start) * 1000)
-            self.stats.record_put(msgs[0].topic, len(msgs), result.append_result.wrote_bytes, elapsed_ms)
+            if properties:
+                first: dict[str, str] | None = properties[0]
+            elif self.stats.put_observers:  # only the metrics exporter reads them
+                first = decode_properties(msgs[0].properties)
+            else:
+                first = None
+            wrote = result.append_result.wrote_bytes
+            self.stats.record_put(msgs[0].topic, len(msgs), wrote, elapsed_ms, first)
         else:
             self.stats.record_put_failed()
         return result

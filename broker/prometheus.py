@@ -9,28 +9,40 @@ is about a tenth of the gateway's start-up imports.
 
 * Counters, fed by :class:`broker.stats.BrokerStats` observers on the broker's thread:
   ``rocketmq_messages_in_total`` / ``rocketmq_throughput_in_total`` (topic, message_type,
-  is_system), ``rocketmq_messages_out_total`` / ``rocketmq_throughput_out_total`` (topic,
-  consumer_group, is_retry, is_system), the ``rocketmq_message_size`` histogram, and the
+  is_system; puts to retry and dead-letter topics are not counted, as Java's
+  ``SendMessageProcessor`` leaves them out; ``message_type`` as :func:`message_type`),
+  ``rocketmq_messages_out_total`` / ``rocketmq_throughput_out_total`` (topic, consumer_group,
+  is_retry, is_system), the ``rocketmq_message_size`` histogram, and the
   ``rocketmq_rpc_latency_milliseconds`` histogram (protocol_type, request_code, response_code,
   is_long_polling, result; code names in lower case) of every request the dispatcher answers.
   Names, labels and buckets are those the Java broker's OpenTelemetry exporter produces.
 * Gauges, computed on the broker's thread at most once a second while requests flow and read by
   the HTTP thread as an immutable snapshot (the broker's tables are not thread-safe):
-  ``rocketmq_consumer_lag_messages``, ``rocketmq_consumer_lag_latency``,
-  ``rocketmq_consumer_inflight_messages``, ``rocketmq_consumer_queueing_latency``,
+  ``rocketmq_consumer_lag_messages``, ``rocketmq_consumer_lag_latency_milliseconds``,
+  ``rocketmq_consumer_inflight_messages``, ``rocketmq_consumer_queueing_latency_milliseconds``,
   ``rocketmq_consumer_ready_messages``, ``rocketmq_producer_connections``,
   ``rocketmq_consumer_connections``, ``rocketmq_topic_number``,
-  ``rocketmq_consumer_group_number``, ``rocketmq_broker_permission``.
+  ``rocketmq_consumer_group_number``, ``rocketmq_broker_permission``, and the store's
+  (``DefaultStoreMetricsManager``): ``rocketmq_storage_size_bytes`` (used bytes of the file system
+  of the store root), ``rocketmq_storage_flush_behind_bytes``,
+  ``rocketmq_storage_dispatch_behind_bytes`` (always 0: a put dispatches its consume-queue and
+  index entries before it returns), ``rocketmq_storage_message_reserve_time_milliseconds`` (age of
+  the oldest stored message). A gauge with a unit carries it in its name, as Java's OpenTelemetry
+  Prometheus exporter appends it.
 
 Every series carries ``cluster``, ``node_type="broker"`` and ``node_id`` (the broker name), the
-attributes Java's exporter adds to every metric.
+attributes Java's exporter adds to every metric; the connection gauges also carry
+``protocol_type="remoting"``, and the consumer gauges ``is_system`` (a system topic, or a group
+named ``CID_RMQ_SYS_…``), as Java's.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
@@ -41,8 +53,10 @@ from broker.controller import BrokerController
 from broker.stats import BrokerStats
 from codec.codes import LanguageCode, request_code_name, response_code_name
 from codec.command import RemotingCommand
+from codec.properties import DELAY, REAL_TOPIC, TRAN_MSG
 from codec.versions import version_desc
 from gateway.transport.dispatch import Dispatcher
+from store.dispatch import SCHEDULE_TOPIC
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +65,13 @@ MESSAGE_SIZE_BUCKETS = (1024, 4096, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 
 RPC_LATENCY_BUCKETS_MS = (1, 3, 5, 7, 10, 100, 1000, 2000, 3000)  # RemotingMetricsManager (ms)
 BASE_LABELS = ("cluster", "node_type", "node_id")
 RETRY_PREFIX = "%RETRY%"
+DLQ_PREFIX = "%DLQ%"
+SCHEDULE_CONSUMER = "SCHEDULE_CONSUMER"  # MixAll.SCHEDULE_CONSUMER_GROUP
+SYSTEM_GROUP_PREFIX = "cid_rmq_sys_"  # MixAll.CID_RMQ_SYS_PREFIX, compared in lower case
+SHARDING_KEY = "__SHARDINGKEY"  # MessageConst.PROPERTY_SHARDING_KEY
+# MessageConst's start-deliver-time, delay level and the three timer properties
+DELAY_KEYS = ("__STARTDELIVERTIME", DELAY, "TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS")
+PROTOCOL_TYPE = "remoting"  # MetricsConstant.PROTOCOL_TYPE_REMOTING
 
 
 class BrokerMetrics:
@@ -92,11 +113,21 @@ class BrokerMetrics:
 
     # -- counters --------------------------------------------------------------------------------
 
-    def on_put(self, topic: str, count: int, size: int) -> None:
+    def on_put(self, topic: str, count: int, size: int, properties: Mapping[str, str]) -> None:
+        """A put: a send (not to a retry or dead-letter topic, as ``SendMessageProcessor``), or a
+        delayed message delivered by the schedule service, which Java counts as read from the
+        schedule topic by ``SCHEDULE_CONSUMER`` and received as ``delay`` on its own topic
+        (``ScheduleMessageService.PutResultProcess.onSuccess``)."""
+        delivered = topic != SCHEDULE_TOPIC and DELAY in properties and REAL_TOPIC in properties
+        if delivered:
+            self.on_get(SCHEDULE_TOPIC, SCHEDULE_CONSUMER, count, size)
+        elif topic.startswith((RETRY_PREFIX, DLQ_PREFIX)):  # BrokerMetricsManager.isRetryOrDlqTopic
+            self.maybe_refresh()
+            return
         labels = {
             **self.base,
             "topic": topic,
-            "message_type": "normal",
+            "message_type": "delay" if delivered else message_type(properties),
             "is_system": _flag(self.broker.topics.is_system(topic)),
         }
         self.messages_in.labels(**labels).inc(count)
@@ -111,7 +142,7 @@ class BrokerMetrics:
             **self.base,
             "topic": topic,
             "consumer_group": group,
-            "is_system": _flag(self.broker.topics.is_system(topic)),
+            "is_system": _flag(self.broker.topics.is_system(topic) or _system_group(group)),
         }
         self.messages_out.labels(**labels).inc(count)
         self.throughput_out.labels(**labels).inc(size)
@@ -147,14 +178,16 @@ class BrokerMetrics:
         names = [*self.base, "topic", "consumer_group", "is_retry", "is_system"]
         lag = GaugeMetricFamily("rocketmq_consumer_lag_messages", "Messages not yet consumed", labels=names)
         lag_latency = GaugeMetricFamily(
-            "rocketmq_consumer_lag_latency", "Age of the oldest unconsumed message (ms)", labels=names
-        )
+            "rocketmq_consumer_lag_latency_milliseconds", "Age of the oldest unconsumed message (ms)",
+            labels=names,
+        )  # fmt: skip
         inflight = GaugeMetricFamily(
             "rocketmq_consumer_inflight_messages", "Pulled, not committed", labels=names
         )
         queueing = GaugeMetricFamily(
-            "rocketmq_consumer_queueing_latency", "Age of the next message to pull (ms)", labels=names
-        )
+            "rocketmq_consumer_queueing_latency_milliseconds", "Age of the next message to pull (ms)",
+            labels=names,
+        )  # fmt: skip
         ready = GaugeMetricFamily("rocketmq_consumer_ready_messages", "Messages ready to pull", labels=names)
         now_ms = int(time.time() * 1000)
         store = broker.store
@@ -165,7 +198,7 @@ class BrokerMetrics:
                 topic,
                 group,
                 _flag(topic.startswith(RETRY_PREFIX)),
-                _flag(self.broker.topics.is_system(topic)),
+                _flag(self.broker.topics.is_system(topic) or _system_group(group)),
             ]
             total, oldest = 0, 0
             for queue_id, offset in list(queues.items()):
@@ -184,19 +217,24 @@ class BrokerMetrics:
             ):
                 family.add_metric(values, value)
         producers = GaugeMetricFamily(
-            "rocketmq_producer_connections", "Producer connections", labels=[*base, "language", "version"]
-        )
+            "rocketmq_producer_connections", "Producer connections",
+            labels=[*base, "language", "version", "protocol_type"],
+        )  # fmt: skip
         channels = [c for chs in list(broker.clients.producers.values()) for c in list(chs.values())]
         for (language, version), count in _connection_counts(channels).items():
-            producers.add_metric([*base.values(), language, version], count)
+            producers.add_metric([*base.values(), language, version, PROTOCOL_TYPE], count)
         consumers = GaugeMetricFamily(
             "rocketmq_consumer_connections", "Consumer connections",
-            labels=[*base, "consumer_group", "language", "version", "consume_mode"],
+            labels=[*base, "consumer_group", "language", "version", "consume_mode", "protocol_type",
+                    "is_system"],
         )  # fmt: skip
         for group, info in list(broker.clients.consumers.items()):
             mode = "push" if info.consume_type == "CONSUME_PASSIVELY" else "pull"
+            system = _flag(_system_group(group))
             for (language, version), count in _connection_counts(info.channels.values()).items():
-                consumers.add_metric([*base.values(), group, language, version, mode], count)
+                consumers.add_metric(
+                    [*base.values(), group, language, version, mode, PROTOCOL_TYPE, system], count
+                )
         scalars = []
         for name, doc, value in (
             ("rocketmq_topic_number", "Topics", len(broker.topics.table)),
@@ -206,7 +244,36 @@ class BrokerMetrics:
             family = GaugeMetricFamily(name, doc, labels=list(base))
             family.add_metric(list(base.values()), value)
             scalars.append(family)
-        self._gauges = (lag, lag_latency, inflight, queueing, ready, producers, consumers, *scalars)
+        self._gauges = (
+            lag, lag_latency, inflight, queueing, ready, producers, consumers, *scalars,
+            *self._storage_gauges(now_ms),
+        )  # fmt: skip
+
+    def _storage_gauges(self, now_ms: int) -> list[GaugeMetricFamily]:
+        """``DefaultStoreMetricsManager``'s storage gauges (labels storage_type, storage_medium)."""
+        broker, store = self.broker, self.broker.store
+        names = [*self.base, "storage_type", "storage_medium"]
+        values = [*self.base.values(), "local", "disk"]
+        figures = [
+            ("rocketmq_storage_flush_behind_bytes", "Commit-log bytes not yet flushed",
+             max(store.max_phy_offset - store.commit_log.queue.flushed_offset, 0)),
+            ("rocketmq_storage_dispatch_behind_bytes", "Commit-log bytes not yet dispatched", 0),
+        ]  # fmt: skip
+        root = store.config.store_path_root_dir
+        if os.path.isdir(root):
+            usage = shutil.disk_usage(root)
+            figures.append(("rocketmq_storage_size_bytes", "Used bytes of the store's file system",
+                            usage.total - usage.free))  # fmt: skip
+        earliest = broker.earliest_message_time()
+        if earliest > 0:
+            figures.append(("rocketmq_storage_message_reserve_time_milliseconds",
+                            "Age of the oldest stored message (ms)", now_ms - earliest))  # fmt: skip
+        families = []
+        for name, doc, value in figures:
+            family = GaugeMetricFamily(name, doc, labels=names)
+            family.add_metric(values, value)
+            families.append(family)
+        return families
 
     # -- serving ---------------------------------------------------------------------------------
 
@@ -237,8 +304,25 @@ class _Snapshot(Collector):
         yield from self.metrics._gauges
 
 
+def message_type(properties: Mapping[str, str]) -> str:
+    """The ``message_type`` label of a received message (``BrokerMetricsManager.getMessageType``):
+    ``transaction`` for a prepared transaction message, ``fifo`` with a sharding key (a message
+    group), ``delay`` with a delay level, start-deliver time or timer property, else ``normal``."""
+    if properties.get(TRAN_MSG, "").lower() == "true":  # Boolean.parseBoolean
+        return "transaction"
+    if SHARDING_KEY in properties:
+        return "fifo"
+    if any(key in properties for key in DELAY_KEYS):
+        return "delay"
+    return "normal"
+
+
 def _flag(value: bool) -> str:
     return "true" if value else "false"
+
+
+def _system_group(group: str) -> bool:
+    return group.lower().startswith(SYSTEM_GROUP_PREFIX)  # BrokerMetricsManager.isSystemGroup
 
 
 def _connection_counts(channels: Iterable[Any]) -> dict[tuple[str, str], int]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_left
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from broker.stats_items import STORE_SAMPLE_MS, Counter, StatsItem
 
@@ -108,9 +108,9 @@ class BrokerStats:
         self._fold_due = now  # the earliest sampling time of anything the pending puts feed
         self._morning = (0, 0)
         self._yesterday_morning = (0, 0)
-        #: Observers of every put (topic, message count, bytes) and group get (topic, group,
-        #: count, bytes): the Prometheus exporter subscribes here.
-        self.put_observers: list[Callable[[str, int, int], None]] = []
+        #: Observers of every put (topic, message count, bytes, the first message's properties)
+        #: and group get (topic, group, count, bytes): the Prometheus exporter subscribes here.
+        self.put_observers: list[Callable[[str, int, int, Mapping[str, str]], None]] = []
         self.get_observers: list[Callable[[str, str, int, int], None]] = []
 
     # -- recording -------------------------------------------------------------------------------
@@ -125,8 +125,11 @@ class BrokerStats:
             item = self.items[(name, key)] = StatsItem(name, key, now)
         item.add(value, times, now)
 
-    def record_put(self, topic: str, count: int, size: int, elapsed_ms: int) -> None:
-        """A successful put of ``count`` messages (``size`` bytes) that took ``elapsed_ms``.
+    def record_put(
+        self, topic: str, count: int, size: int, elapsed_ms: int, properties: Mapping[str, str] | None = None
+    ) -> None:
+        """A successful put of ``count`` messages (``size`` bytes) that took ``elapsed_ms``;
+        ``properties``: the first message's (for the observers; none: empty).
 
         Hot path (every send): adds to pending sums only; :meth:`_fold` applies them before any
         sample or read that must see them."""
@@ -143,7 +146,7 @@ class BrokerStats:
         self._pending_latency[elapsed_ms] = self._pending_latency.get(elapsed_ms, 0) + 1
         self._last_put_ms = now
         for observer in self.put_observers:
-            observer(topic, count, size)
+            observer(topic, count, size, properties if properties is not None else {})
 
     def _create_put_items(self, topic: str, now: int) -> None:
         """The items a topic's puts feed, created at the first put as Java's ``StatsItemSet`` does

@@ -2,7 +2,8 @@
 # pyproject.toml changed since the last install. SETUP_EXTRAS names the extras to install with it
 # (default: all that the test suite needs; scripts/run sets it empty, since running the gateway needs
 # only its runtime dependencies). An install with every extra also serves scripts/run. With
-# SETUP_JAVA=0 the Java side (scenario runner, reference RocketMQ jars) is skipped.
+# SETUP_JAVA=0 the Java side (scenario runner, reference RocketMQ jars) is skipped. With extras, the
+# Prometheus server of the dashboard test is installed when missing (SETUP_PROMETHEUS=0: not).
 set -euo pipefail
 PY=${PYTHON:-python3}
 EXTRAS=${SETUP_EXTRAS-dev,testing,bench,spark}
@@ -30,4 +31,9 @@ fi
 if [ "${SETUP_JAVA:-1}" = 1 ] && [ -f scripts/setup-java.sh ]; then
   bash scripts/setup-java.sh
   bash bench/java/build.sh  # the benchmark's load driver (rocketmq-client 5.3.3)
+fi
+if [ -n "$EXTRAS" ] && [ "${SETUP_PROMETHEUS:-1}" = 1 ] && [ -f scripts/setup-prometheus.sh ]; then
+  # A failed install does not stop the setup: compat_tests/test_prometheus_compat.py fails, saying so.
+  bash scripts/setup-prometheus.sh ||
+    echo "setup: prometheus not installed; compat_tests/test_prometheus_compat.py will fail" >&2
 fi
