@@ -51,6 +51,7 @@ public final class Bench {
     private static final long OFFICIAL_SLEEP_MS = 100;
     private static final long SEND_TIMEOUT_MS = 3000; // DefaultMQProducer's default sendMsgTimeout
     private static final int MAX_WARNINGS = 5; // failures printed (WARN lines) per run
+    private static final long FIRST_LOOKUP_WAIT_S = 60; // the lookup case waits this long for one answer
 
     private Bench() {
     }
@@ -173,6 +174,7 @@ public final class Bench {
         int threads = Math.max(o.threads, o.connections);
         Stats stats = new Stats();
         AtomicBoolean stop = new AtomicBoolean();
+        CountDownLatch firstLookup = new CountDownLatch(1);
         List<Thread> workers = new ArrayList<>();
         for (int i = 0; i < threads; i++) {
             MQClientAPIImpl api =
@@ -183,6 +185,7 @@ public final class Bench {
                     try {
                         api.getTopicRouteInfoFromNameServer(o.topic, SEND_TIMEOUT_MS);
                         stats.success(1, (System.nanoTime() - t0) / 1000);
+                        firstLookup.countDown();
                     } catch (Exception e) {
                         stats.failure(1);
                     }
@@ -192,6 +195,9 @@ public final class Bench {
         }
         reporter(stats, stop);
         workers.forEach(Thread::start);
+        // The warm-up counts from the first answered lookup, not from the threads' start: on a loaded
+        // machine the first connection and the JIT can take longer than the whole warm-up.
+        firstLookup.await(FIRST_LOOKUP_WAIT_S, TimeUnit.SECONDS);
         Thread.sleep((long) (o.warmupS * 1000));
         stats.reset();
         emit("MARK start");
