@@ -3,7 +3,9 @@
 Usable with ``await nursery.start(server.run)``, which returns the bound listeners, so tests can
 bind port 0. Connections are served by :class:`gateway.transport.connection.Connection`; the server
 keeps the open ones by id, so that a shutdown can drain them and statistics can count them.
-Handlers reach their own client through ``RequestContext.connection.peer``.
+Handlers reach their own client through ``RequestContext.connection.peer``. With
+``config.tls`` set, each connection's first bytes decide between TLS and plaintext as
+``tls.server.mode`` says (:mod:`gateway.transport.tls`, ``NettyRemotingServer.TlsModeHandler``).
 
 Errors from ``accept`` are handled as trio's ``serve_listeners`` does: when the process or the
 system is out of file descriptors or buffer memory, the listener logs it, pauses
@@ -28,12 +30,14 @@ from gateway.transport.address import join_address
 from gateway.transport.config import ServerConfig
 from gateway.transport.connection import Connection
 from gateway.transport.dispatch import Dispatcher
+from gateway.transport.tls import ServerTls
 
 logger = logging.getLogger(__name__)
 
 # accept(2) errors that mean "out of resources for now" (trio's ACCEPT_CAPACITY_ERRNOS).
 ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 ACCEPT_PAUSE_S = 0.1  # as trio.serve_listeners
+RECEIVE_SIZE = 64 * 1024  # the first read, which decides between TLS and plaintext
 
 
 class RemotingServer:
@@ -128,8 +132,17 @@ class RemotingServer:
             self.accepted += 1
             nursery.start_soon(self._serve_connection, stream)
 
-    async def _serve_connection(self, stream: trio.SocketStream) -> None:
-        conn = Connection(stream, next(self.ids), self.dispatcher, self.config)
+    async def _serve_connection(self, raw: trio.SocketStream) -> None:
+        stream: trio.abc.Stream = raw
+        first = b""
+        if self.config.tls is not None:
+            negotiated = await self._negotiate(raw, self.config.tls)
+            if negotiated is None:
+                with trio.CancelScope(shield=True):
+                    await trio.aclose_forcefully(raw)
+                return
+            stream, first = negotiated
+        conn = Connection(stream, next(self.ids), self.dispatcher, self.config, first)
         self.connections[conn.info.id] = conn
         logger.debug("%s: %s connected", self.name, conn)
         try:
@@ -139,6 +152,25 @@ class RemotingServer:
             for hook in list(self.on_disconnect):
                 hook(conn)
             logger.debug("%s: %s disconnected", self.name, conn)
+
+    async def _negotiate(
+        self, raw: trio.SocketStream, tls: ServerTls
+    ) -> tuple[trio.abc.Stream, bytes] | None:
+        """Read the first bytes (within ``idle_timeout_s``, as any silence) and let ``tls``
+        decide: TLS, plaintext, or close (``NettyRemotingServer.TlsModeHandler``)."""
+        try:
+            name = f"{self.name} {join_address(*raw.socket.getpeername()[:2])}"
+        except OSError:  # already gone
+            return None
+        first = b""
+        with trio.move_on_after(self.config.idle_timeout_s):
+            try:
+                first = bytes(await raw.receive_some(RECEIVE_SIZE))
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
+                logger.debug("%s: receive failed: %s", name, err)
+        if not first:
+            return None
+        return await tls.negotiate(raw, first, name)
 
     def shutdown(self) -> None:
         """Stop accepting; open connections answer what they have in flight, then close."""
@@ -155,5 +187,6 @@ class RemotingServer:
             "accepted": self.accepted,
             "refused": self.refused,
             "accept_pauses": self.accept_pauses,
+            "tls": None if self.config.tls is None else self.config.tls.statistics(),
             "dispatcher": self.dispatcher.statistics(),
         }
