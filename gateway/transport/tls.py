@@ -125,15 +125,6 @@ class ServerTls:
         self.refused = 0
         self.handshake_failures = 0
 
-    async def _context(self, name: str) -> ssl.SSLContext | None:
-        if isinstance(self.context, LazyServerContext):
-            try:
-                return await self.context.get()
-            except (OSError, ssl.SSLError) as err:
-                logger.error("%s: TLS is configured but unusable: %s", name, err)
-                return None
-        return self.context
-
     async def negotiate(
         self, raw: trio.abc.Stream, first: bytes, name: str
     ) -> tuple[trio.abc.Stream, bytes] | None:
@@ -152,7 +143,14 @@ class ServerTls:
             self.refused += 1
             logger.warning("%s: closing, a plaintext client while tls.server.mode is enforcing", name)
             return None
-        context = await self._context(name)
+        try:
+            context = (
+                await self.context.get() if isinstance(self.context, LazyServerContext) else self.context
+            )
+        except (OSError, ssl.SSLError) as err:  # tried again with the next TLS client
+            self.refused += 1
+            logger.error("%s: closing a TLS client, the certificate is unusable: %s", name, err)
+            return None
         if context is None:
             self.refused += 1
             logger.error("%s: closing a TLS client: no certificate (tls.server.certPath/keyPath)", name)
