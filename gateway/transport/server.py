@@ -61,6 +61,7 @@ class RemotingServer:
         self.listeners: list[trio.SocketListener] = listeners or []
         self.ids = ids if ids is not None else itertools.count(1)
         self._accepting = trio.CancelScope()
+        self._negotiating: set[trio.CancelScope] = set()  # connections still sniffing TLS
         self._done = trio.Event()
         self.accepted = 0
         self.refused = 0
@@ -97,7 +98,10 @@ class RemotingServer:
                     async with trio.open_nursery() as accept_nursery:
                         for listener in self.listeners:
                             accept_nursery.start_soon(self._accept_loop, listener, nursery)
-                # Accepting stopped: drain connections gracefully.
+                # Accepting stopped: drain connections gracefully; one that has not yet said
+                # whether it speaks TLS has nothing in flight.
+                for scope in list(self._negotiating):
+                    scope.cancel()
                 for conn in list(self.connections.values()):
                     conn.stop_reading()
         finally:
@@ -124,7 +128,7 @@ class RemotingServer:
                 )
                 await trio.sleep(ACCEPT_PAUSE_S)
                 continue
-            if len(self.connections) >= self.config.max_connections:
+            if len(self.connections) + len(self._negotiating) >= self.config.max_connections:
                 self.refused += 1
                 logger.warning("%s: refusing connection, %d open", self.name, len(self.connections))
                 await trio.aclose_forcefully(stream)
@@ -136,7 +140,16 @@ class RemotingServer:
         stream: trio.abc.Stream = raw
         first = b""
         if self.config.tls is not None:
-            negotiated = await self._negotiate(raw, self.config.tls)
+            negotiated = None
+            if self._accepting.cancel_called:  # accepted just before the shutdown
+                await trio.aclose_forcefully(raw)
+                return
+            with trio.CancelScope() as scope:
+                self._negotiating.add(scope)
+                try:
+                    negotiated = await self._negotiate(raw, self.config.tls)
+                finally:
+                    self._negotiating.discard(scope)
             if negotiated is None:
                 with trio.CancelScope(shield=True):
                     await trio.aclose_forcefully(raw)
@@ -184,6 +197,7 @@ class RemotingServer:
             "name": self.name,
             "addresses": self.addresses,
             "connections": len(self.connections),
+            "negotiating": len(self._negotiating),  # accepted, first bytes (TLS or not) awaited
             "accepted": self.accepted,
             "refused": self.refused,
             "accept_pauses": self.accept_pauses,

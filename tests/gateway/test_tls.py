@@ -302,3 +302,61 @@ async def test_an_encrypted_key_with_its_password_and_an_unusable_one(
     unusable = [r for r in caplog.records if "certificate is unusable" in r.getMessage()]
     assert len(unusable) == 2
     assert all(r.exc_info is None for r in unusable)
+
+
+@asynccontextmanager
+async def grpc_server(mode: TlsMode) -> AsyncIterator[tuple[str, int]]:
+    from gateway.transport.grpc.config import GrpcServerConfig
+    from gateway.transport.grpc.server import GrpcServer
+
+    context = LazyServerContext(ServerCertificate(None, None, test_mode=True, alpn=("h2",)))
+    server = GrpcServer({}, GrpcServerConfig(grpc_server_port=0), context, tls_mode=mode)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.run)
+        try:
+            yield "127.0.0.1", server.port
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+async def _tls_handshake(host: str, port: int) -> bool:
+    tcp = await trio.open_tcp_stream(host, port)
+    tls = trio.SSLStream(tcp, TEST_MODE_CLIENT, server_hostname="localhost")
+    try:
+        with trio.fail_after(10):
+            await tls.do_handshake()
+    except trio.BrokenResourceError:
+        return False
+    finally:
+        await trio.aclose_forcefully(tls)
+    return True
+
+
+async def test_grpc_port_follows_the_mode_as_the_proxy() -> None:
+    """ProxyAndTlsProtocolNegotiator: enforcing makes a plaintext client's bytes a failed TLS
+    handshake (the connection closes); disabled never answers TLS."""
+    preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+    async with grpc_server(TlsMode.ENFORCING) as (host, port):
+        assert await _tls_handshake(host, port)
+        raw = await trio.open_tcp_stream(host, port)
+        await raw.send_all(preface)
+        with trio.fail_after(10):
+            while answer := await raw.receive_some(4096):
+                assert answer[0] == 0x15  # at most a TLS alert record, never HTTP/2 frames
+        await raw.aclose()
+    async with grpc_server(TlsMode.DISABLED) as (host, port):
+        assert not await _tls_handshake(host, port)
+
+
+async def test_shutdown_does_not_wait_for_a_client_that_never_speaks() -> None:
+    dispatcher = Dispatcher("tls-test")
+    tls = ServerTls(TlsMode.PERMISSIVE, None)
+    server = RemotingServer(dispatcher, ServerConfig(tls=tls, idle_timeout_s=60), name="tls-test")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.run)
+        silent = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await wait_until(lambda: server.statistics()["negotiating"] == 1, 5)
+        server.shutdown()
+        with trio.fail_after(5):
+            await server.wait_closed()
+        await silent.aclose()
