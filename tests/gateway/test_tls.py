@@ -360,3 +360,39 @@ async def test_shutdown_does_not_wait_for_a_client_that_never_speaks() -> None:
         with trio.fail_after(5):
             await server.wait_closed()
         await silent.aclose()
+
+
+def test_cli_takes_system_properties_and_the_tls_config_file(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``-Dkey=value`` as the JVM takes it; ``tls.config.file`` overrides the certificate keys;
+    ``useTLS`` in ``-c`` (NettyClientConfig) sets the broker's client side; unknown keys are logged."""
+    from gateway.cli import build_gateway, build_parser
+
+    tls_file = tmp_path / "tls.properties"
+    tls_file.write_text("tls.test.mode.enable=false\ntls.server.need.client.auth=require\n")
+    conf = tmp_path / "broker.conf"
+    conf.write_text("useTLS=false\n")
+    argv = [
+        "standalone",
+        "--store",
+        str(tmp_path / "store"),
+        "-Dtls.server.mode=enforcing",
+        f"-Dtls.config.file={tls_file}",
+        "-Dtls.server.trustCertPath=/ca.pem",
+        "-Dno.such.key=1",
+        "-c",
+        str(conf),
+    ]
+    caplog.set_level(logging.WARNING)
+    gateway = build_gateway(build_parser().parse_args(argv))
+    assert gateway.tls.server_mode is TlsMode.ENFORCING
+    assert gateway.tls.test_mode_enable is False
+    assert gateway.tls.server_need_client_auth is ClientAuth.REQUIRE
+    assert gateway.tls.server_trust_cert_path == "/ca.pem"
+    assert gateway.tls.client_enabled is False  # useTLS=false wins over enforcing's default
+    warnings = [r.getMessage() for r in caplog.records]
+    assert "system property no.such.key is not used by this gateway (ignored)" in warnings
+    assert not [w for w in warnings if "useTLS" in w]
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["standalone", "-D", "=value"])
