@@ -16,7 +16,7 @@ mode               first byte 0x16 (ClientHello)   any other first byte
 
 The server certificate is made or loaded when the first TLS client arrives
 (:class:`LazyServerContext`), not at start as Java does: loading ``cryptography`` adds about
-10 MiB to a process that no TLS client may ever talk to. A failed handshake (garbage after 0x16,
+15 MiB to a process that no TLS client may ever talk to. A failed handshake (garbage after 0x16,
 a client certificate the CA does not vouch for) costs one log line and the connection, as in
 Netty, where ``SslHandler`` fires an exception that ``NettyConnectManageHandler`` logs and closes on.
 """
