@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import ssl
 from typing import Any
 
 import trio
@@ -106,7 +107,10 @@ class Broker:
         listeners: list[trio.SocketListener],
         stop: trio.Event,
         vip_listeners: list[trio.SocketListener] | None = None,
+        client_tls: ssl.SSLContext | None = None,
     ) -> None:
+        """``client_tls``: the context of the connections to the NameServers when ``tls.enable``
+        (``NettyClientConfig.useTLS``); None: plaintext."""
         self.config = config
         self.stats = BrokerStats(config.broker_cluster_name)
         self.hold = PullHoldService()
@@ -122,7 +126,7 @@ class Broker:
             on_topics_changed=self._topics_changed,
             on_groups_changed=self._groups_changed,
         )
-        self.registrar = NamesrvRegistrar(config, self.controller.topics)
+        self.registrar = NamesrvRegistrar(config, self.controller.topics, tls=client_tls)
         self.timers = TimerMessageService(self.store, self.controller.put_messages, config.timer_precision_ms)
         self.auth = BrokerAuth(config, self.store.config_files)
         self.dispatcher = build_dispatcher(self.controller, self.stats, self.auth)
@@ -316,9 +320,15 @@ class BrokerApp:
 
     name = "broker"
 
-    def __init__(self, config: BrokerConfig, server_config: ServerConfig | None = None) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        server_config: ServerConfig | None = None,
+        client_tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.config = config
         self.server_config = server_config or ServerConfig(port=config.listen_port)
+        self.client_tls = client_tls
         self._stop = trio.Event()
         self._stopped = trio.Event()
         self._broker: Broker | None = None
@@ -328,7 +338,9 @@ class BrokerApp:
         try:
             bound_port = int(listeners[0].socket.getsockname()[1])
             config = dataclasses.replace(self.config, listen_port=bound_port)
-            self._broker = Broker(config, self.server_config, listeners, self._stop, vip_listeners)
+            self._broker = Broker(
+                config, self.server_config, listeners, self._stop, vip_listeners, client_tls=self.client_tls
+            )
             await self._broker.run(task_status=task_status)
         finally:
             with trio.CancelScope(shield=True):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import ssl
 
 import trio
 
@@ -37,8 +38,13 @@ RECONNECT_DELAY_S = 3.0
 
 
 class NamesrvRegistrar:
-    def __init__(self, config: BrokerConfig, topics: TopicConfigManager) -> None:
+    def __init__(
+        self, config: BrokerConfig, topics: TopicConfigManager, tls: ssl.SSLContext | None = None
+    ) -> None:
+        """``tls``: connect over TLS with this context (``BrokerOuterAPI``'s remoting client
+        with ``useTLS``, so a broker registers with an enforcing NameServer)."""
         self.config = config
+        self.tls = tls
         self.topics = topics
         self._connections: dict[str, Connection] = {}
         self._wake = trio.Event()
@@ -103,7 +109,8 @@ class NamesrvRegistrar:
     async def _serve_namesrv(self, address: str) -> None:
         while True:
             try:
-                async with connect(address, config=ServerConfig(idle_timeout_s=math.inf)) as conn:
+                config = ServerConfig(idle_timeout_s=math.inf)
+                async with connect(address, config=config, tls=self.tls) as conn:
                     self._connections[address] = conn
                     try:
                         while not conn.closed:

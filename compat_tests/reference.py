@@ -25,6 +25,7 @@ import json
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -41,6 +42,7 @@ from codec.errors import RocketMQError
 from compat_tests.scenario import CLIENT_LINES, JAVA_DIR
 from gateway.testing.ports import free_port
 from gateway.transport.client import connect
+from gateway.transport.tls_config import TlsSystemConfig, client_context
 
 __all__ = [
     "BOOT_TIMEOUT_S",
@@ -81,13 +83,15 @@ COMMIT_LOG_FILE_SIZE = 64 * 1024 * 1024  # mappedFileSizeCommitLog: one file hol
 BROKER_PORT_OFFSETS = (-2, 0, 1)
 
 
-def topic_route(namesrv_addr: str, topic: str = "TBW102") -> TopicRouteData | None:
+def topic_route(
+    namesrv_addr: str, topic: str = "TBW102", tls: ssl.SSLContext | None = None
+) -> TopicRouteData | None:
     """The route a NameServer gives for ``topic`` (asked directly: milliseconds, unlike an
-    ``mqadmin`` JVM); ``None`` when it is unreachable or knows no route."""
+    ``mqadmin`` JVM), over TLS with ``tls``; ``None`` when it is unreachable or knows no route."""
 
     async def ask() -> TopicRouteData | None:
         try:
-            async with connect(namesrv_addr) as conn:
+            async with connect(namesrv_addr, tls=tls) as conn:
                 request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
                 response = await conn.invoke(request, 5)
         except (OSError, RocketMQError):
@@ -100,7 +104,11 @@ def topic_route(namesrv_addr: str, topic: str = "TBW102") -> TopicRouteData | No
 
 
 def wait_routed(
-    namesrv_addr: str, broker_addr: str, timeout: float, broker: subprocess.Popen[Any] | None = None
+    namesrv_addr: str,
+    broker_addr: str,
+    timeout: float,
+    broker: subprocess.Popen[Any] | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> None:
     """Wait until the NameServer routes TBW102 to ``broker_addr``: the broker has registered there.
 
@@ -110,7 +118,7 @@ def wait_routed(
     """
     deadline = time.monotonic() + timeout
     while True:
-        route = topic_route(namesrv_addr)
+        route = topic_route(namesrv_addr, tls=tls)
         if route and any(broker_addr in b.broker_addrs.values() for b in route.broker_datas):
             return
         if broker is not None and broker.poll() is not None:
@@ -189,6 +197,8 @@ class ReferenceServers:
     broker_name: str = "broker-a"
     extra_conf: tuple[str, ...] = ()  # more broker.conf lines
     checks_exits: bool = False  # an exit not asked through stop/expect_exit fails the test
+    #: JVM system properties of both servers (``-Dtls.server.mode=enforcing``: TlsSystemConfig).
+    system_properties: tuple[str, ...] = ()
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     broker: subprocess.Popen[bytes] | None = None
     outputs: dict[int, Path] = field(default_factory=dict)  # console file of each process, by pid
@@ -248,6 +258,7 @@ class ReferenceServers:
             f"-Drocketmq.serialize.type={self.serialize}",
             f"-Duser.home={self.workdir}",
             f"-Drocketmq.home.dir={self.workdir}",
+            *(f"-D{prop}" for prop in self.system_properties),
             "-cp",
             f"{REFERENCE_LIB}/*",
             main,
@@ -367,7 +378,10 @@ class ReferenceServers:
     def wait_registered(self, timeout: float = BOOT_TIMEOUT_S) -> None:
         """Wait until the NameServer routes TBW102 to this broker: a producer started between
         "boot success" and the first registration fails with "No route info of this topic"."""
-        wait_routed(self.namesrv_addr, self.broker_addr, timeout, self.broker)
+        tls = None
+        if "tls.server.mode=enforcing" in self.system_properties:  # plaintext would be refused
+            tls = client_context(TlsSystemConfig())  # test mode: trusts the self-signed certificate
+        wait_routed(self.namesrv_addr, self.broker_addr, timeout, self.broker, tls)
 
     def stop_broker(self) -> None:
         """SIGTERM the broker (its shutdown hook flushes the store) and wait for it."""

@@ -78,10 +78,12 @@ def command_line(
     *,
     main_class: str = MAIN_CLASS,
     heap_mb: int = 256,
+    system_properties: tuple[str, ...] = (),
 ) -> list[str]:
     """The ``java`` command line of one scenario run; ``main_class`` names another program of
     ``compat_tests/java`` that speaks the same arguments and events (``rmqcompat.FilterScenario``,
-    ``RequestReplyScenario``, ``TransactionScenario``)."""
+    ``RequestReplyScenario``, ``TransactionScenario``); ``system_properties``: more ``key=value``
+    JVM system properties (``tls.enable=true``)."""
     argv = [
         "java",
         "-Xms64m",
@@ -91,6 +93,7 @@ def command_line(
         f"-Duser.home={home}",
         f"-Drocketmq.client.logRoot={home / 'logs'}",
         "-Drocketmq.client.logLevel=INFO",
+        *(f"-D{prop}" for prop in system_properties),
         "-cp",
         classpath(line),
         main_class,
@@ -162,10 +165,20 @@ def run_program(
     home: Path,
     timeout: float,
     args: dict[str, ArgValue],
+    system_properties: tuple[str, ...] = (),
 ) -> list[Event]:
     """:func:`run_scenario` for another program of ``compat_tests/java`` (see :func:`command_line`)."""
     home.mkdir(parents=True, exist_ok=True)
-    argv = command_line(line, command, namesrv, home, timeout, args, main_class=main_class)
+    argv = command_line(
+        line,
+        command,
+        namesrv,
+        home,
+        timeout,
+        args,
+        main_class=main_class,
+        system_properties=system_properties,
+    )
     stderr_path = _stderr_path(home, command)
     with stderr_path.open("wb") as err:
         try:

@@ -40,8 +40,15 @@ class Target(Protocol):
 class GatewayTarget:
     name = "gateway"
 
-    def __init__(self, workdir: Path, broker_conf: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        broker_conf: dict[str, str] | None = None,
+        system_properties: tuple[str, ...] = (),
+    ) -> None:
+        """``system_properties``: ``key=value`` given as ``-D`` flags (``tls.server.mode=...``)."""
         self.workdir = workdir
+        self.system_properties = system_properties
         workdir.mkdir(parents=True, exist_ok=True)
         self.namesrv_port = free_port()
         self.broker_port = free_port(offsets=(-2, 0))  # and its VIP channel at - 2
@@ -78,6 +85,7 @@ class GatewayTarget:
                     str(self.workdir / "store"),
                     "-c",
                     str(self.conf),
+                    *(f"-D{prop}" for prop in self.system_properties),
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -117,7 +125,13 @@ class GatewayTarget:
 class ReferenceTarget:
     name = "reference"
 
-    def __init__(self, workdir: Path, broker_conf: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        broker_conf: dict[str, str] | None = None,
+        system_properties: tuple[str, ...] = (),
+    ) -> None:
+        """``system_properties``: ``key=value`` JVM system properties of both servers."""
         workdir.mkdir(parents=True, exist_ok=True)
         extra = {
             "mappedFileSizeCommitLog": str(256 * 1024 * 1024),
@@ -130,6 +144,7 @@ class ReferenceTarget:
         self.servers = ReferenceServers.on_loopback(
             workdir, extra_conf=tuple(f"{k}={v}" for k, v in extra.items())
         )
+        self.servers.system_properties = system_properties
         self.servers.checks_exits = True  # this target's processes die only through its methods
         try:
             self.servers.start_namesrv()

@@ -6,11 +6,13 @@
     rmq-gateway namesrv --namesrv-port 9876 -c namesrv.conf
     rmq-gateway broker --broker-port 10911 --store /var/rmq -c broker.conf
     rmq-gateway standalone --grpc-port 8081   # RocketMQ 5 clients (gRPC, TLS or plaintext)
+    rmq-gateway standalone -Dtls.server.mode=enforcing   # TLS only, on every port
 
 Once every server accepts connections one log line containing ``ready`` names the bound
 addresses. SIGTERM and SIGINT stop accepting, let in-flight requests finish, flush state and exit.
 ``-c`` reads RocketMQ's own ``namesrv.conf`` / ``broker.conf`` property keys; command-line flags
-override the file; ``NAMESRV_ADDR`` is honoured as in RocketMQ.
+override the file; ``NAMESRV_ADDR`` is honoured as in RocketMQ. ``-Dkey=value`` sets what the
+JVM takes as system properties: the ``tls.*`` keys of ``TlsSystemConfig`` (docs/security.md).
 
 What cannot work is refused with one line and a non-zero exit, never a traceback: argparse
 refuses a port outside 0..65535 or an unknown ``--log-level`` (exit 2); a malformed value in the
@@ -28,7 +30,7 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import trio
@@ -45,6 +47,8 @@ from gateway.launcher import (
     log_unused_property_keys,
 )
 from gateway.transport.config import ServerConfig
+from gateway.transport.tls_config import ALL_KEYS as TLS_KEYS
+from gateway.transport.tls_config import TlsSystemConfig, tls_system_config_of
 from namesrv.config import NamesrvConfig
 
 logger = logging.getLogger("rmq-gateway")
@@ -72,6 +76,34 @@ def _log_level(text: str) -> str:
     return level
 
 
+def _system_property(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` of a ``-D`` flag, as the JVM takes it (``-Dkey`` alone is an empty value)."""
+    key, _, value = text.partition("=")
+    if not key:
+        raise argparse.ArgumentTypeError(f"not a KEY=VALUE system property: {text!r}")
+    return key, value
+
+
+def tls_config_of(args: argparse.Namespace, props: Mapping[str, str]) -> TlsSystemConfig:
+    """The ``tls.*`` settings as the JVM's ``TlsSystemConfig`` reads them: ``-D`` flags, then the
+    keys of ``tls.config.file`` (``/etc/rocketmq/tls.properties`` unless set; skipped when it is
+    not a readable file, as ``TlsHelper`` does); ``useTLS`` of ``-c`` (``NettyClientConfig``, via
+    ``MixAll.properties2Object``) sets the broker's ``tls.enable``. ``-D`` keys nothing reads are
+    logged. Raises OSError when a config file that exists cannot be read."""
+    system = dict(args.system_properties)
+    for key in system:
+        if key not in TLS_KEYS:
+            logger.warning("system property %s is not used by this gateway (ignored)", key)
+    config = tls_system_config_of(system)
+    file = Path(config.config_file)
+    if file.is_file() and os.access(file, os.R_OK):
+        config = tls_system_config_of(system, parse_properties(file.read_text(encoding="utf-8")))
+        logger.info("TLS settings read from %s", file)
+    if "useTLS" in props:
+        config.enable = props["useTLS"].strip().lower() == "true"
+    return config
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rmq-gateway",
@@ -90,6 +122,16 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument(
             "--log-level", type=_log_level, default="INFO", help=f"{', '.join(LOG_LEVELS)} (default INFO)"
+        )
+        p.add_argument(
+            "-D",
+            dest="system_properties",
+            type=_system_property,
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="a Java system property RocketMQ reads, e.g. -Dtls.server.mode=enforcing, -Dtls.enable=true"
+            " (the tls.* keys; docs/security.md)",
         )
 
     def namesrv_flags(p: argparse.ArgumentParser) -> None:
@@ -167,9 +209,10 @@ def build_gateway(args: argparse.Namespace) -> Gateway:
             use_local_namesrv=args.command == "standalone",
             grpc=grpc,
         )
-    check_specs(namesrv, broker)
+    tls = tls_config_of(args, props)
+    check_specs(namesrv, broker, tls)
     log_unused_property_keys(props, namesrv=namesrv is not None, broker=broker is not None)
-    return Gateway(namesrv, broker)
+    return Gateway(namesrv, broker, tls)
 
 
 async def run_gateway(gateway: Gateway) -> None:

@@ -38,6 +38,8 @@ from codec.config_fields import camel_case, snake_case
 from gateway.transport.address import join_address, loopback_if_wildcard, split_address
 from gateway.transport.config import ServerConfig
 from gateway.transport.grpc.config import GrpcServerConfig
+from gateway.transport.tls import LazyServerContext, ServerTls
+from gateway.transport.tls_config import ServerCertificate, TlsMode, TlsSystemConfig, client_context
 from namesrv.app import NamesrvApp
 from namesrv.config import JAVA_DEFAULTS as NAMESRV_JAVA_KEYS
 from namesrv.config import NamesrvConfig
@@ -78,7 +80,14 @@ class BrokerSpec:
 class Gateway:
     """Runs the components it is given; see the module docstring."""
 
-    def __init__(self, namesrv: NamesrvSpec | None = None, broker: BrokerSpec | None = None) -> None:
+    def __init__(
+        self,
+        namesrv: NamesrvSpec | None = None,
+        broker: BrokerSpec | None = None,
+        tls: TlsSystemConfig | None = None,
+    ) -> None:
+        """``tls``: the ``tls.*`` settings (``TlsSystemConfig``) of every port and of the broker's
+        connections to the NameServers; by default Java's: permissive, test mode, no ``tls.enable``."""
         if namesrv is None and broker is None:
             raise ValueError("a gateway runs a NameServer, a Broker or both")
         if broker is not None and broker.use_local_namesrv and namesrv is None:
@@ -88,6 +97,9 @@ class Gateway:
         self.namesrv: NamesrvApp | None = None
         self.broker: BrokerApp | None = None
         self.grpc: Any = None  # the gRPC server (gateway.transport.grpc.server.GrpcServer) when on
+        self.tls = tls or TlsSystemConfig()
+        #: tls.server.mode and the certificate of the remoting ports, shared by all of them.
+        self.remoting_tls = remoting_server_tls(self.tls)
         self._stop = trio.Event()
 
     async def run(self, *, task_status: trio.TaskStatus[Endpoints] = trio.TASK_STATUS_IGNORED) -> None:
@@ -95,19 +107,22 @@ class Gateway:
         async with trio.open_nursery() as nursery:
             namesrv_addr = broker_addr = None
             if self.namesrv_spec is not None:
-                self.namesrv = NamesrvApp(self.namesrv_spec.config, self.namesrv_spec.server)
+                server_config = self._with_tls(self.namesrv_spec.server)
+                self.namesrv = NamesrvApp(self.namesrv_spec.config, server_config)
                 server = await nursery.start(self.namesrv.run)
                 namesrv_addr = loopback_if_wildcard(server.addresses[0])
             if self.broker_spec is not None:
                 config = self.broker_spec.config
                 if self.broker_spec.use_local_namesrv:
                     config = dataclasses.replace(config, namesrv_addr=namesrv_addr or "")
-                self.broker = BrokerApp(config, self.broker_spec.server)
+                client_tls = client_context(self.tls) if self.tls.client_enabled else None
+                self.broker = BrokerApp(config, self._with_tls(self.broker_spec.server), client_tls)
                 server = await nursery.start(self.broker.run)
                 broker_addr = loopback_if_wildcard(server.addresses[0])
             grpc_addr = None
             if self.broker is not None and self.broker_spec is not None and self.broker_spec.grpc is not None:
-                self.grpc = await start_grpc(nursery, self.broker, self.broker_spec.grpc)
+                mode = self.tls.server_mode
+                self.grpc = await start_grpc(nursery, self.broker, self.broker_spec.grpc, mode)
                 grpc_addr = loopback_if_wildcard(self.grpc.addresses[0])
             task_status.started(Endpoints(namesrv_addr, broker_addr, grpc_addr))
             await self._stop.wait()
@@ -123,12 +138,25 @@ class Gateway:
                         logger.warning("%s did not stop within %.0f s", app.name, STOP_TIMEOUT_S)
             nursery.cancel_scope.cancel()
 
+    def _with_tls(self, server: ServerConfig) -> ServerConfig:
+        return server if server.tls is not None else dataclasses.replace(server, tls=self.remoting_tls)
+
     def shutdown(self) -> None:
         """Stop gracefully: the broker unregisters and drains, then the NameServer stops."""
         self._stop.set()
 
 
-async def start_grpc(nursery: trio.Nursery, broker: BrokerApp, config: GrpcServerConfig) -> Any:
+def remoting_server_tls(tls: TlsSystemConfig) -> ServerTls:
+    """The mode and lazily made context of the remoting ports (``NettyRemotingServer.loadSslContext``:
+    none when disabled, where the first byte only serves to close TLS clients)."""
+    if tls.server_mode is TlsMode.DISABLED:
+        return ServerTls(tls.server_mode, None)
+    return ServerTls(tls.server_mode, LazyServerContext(ServerCertificate.remoting(tls)))
+
+
+async def start_grpc(
+    nursery: trio.Nursery, broker: BrokerApp, config: GrpcServerConfig, tls_mode: TlsMode = TlsMode.PERMISSIVE
+) -> Any:
     """Serve RocketMQ 5's gRPC protocol in front of ``broker`` (docs/grpc.md); returns the server.
 
     The port is bound at once; HTTP/2, protobuf and the handlers are loaded when the first client
@@ -136,23 +164,27 @@ async def start_grpc(nursery: trio.Nursery, broker: BrokerApp, config: GrpcServe
     an idle broker next to nothing. Raises OSError when the port cannot be bound.
     """
     from gateway.transport.grpc.server import GrpcServer
-    from gateway.transport.grpc.tls import LazyServerContext
 
     listeners = await trio.open_tcp_listeners(config.grpc_server_port, host=config.host)
     port = int(listeners[0].socket.getsockname()[1])
-    context = LazyServerContext(config.tls_cert_path, config.tls_key_path, config.tls_test_mode_enable)
+    # ProxyAndTlsProtocolNegotiator: the Proxy's own certificate keys, ALPN h2, no client auth.
+    certificate = ServerCertificate(
+        config.tls_cert_path, config.tls_key_path, test_mode=config.tls_test_mode_enable, alpn=("h2",)
+    )
+    context = LazyServerContext(certificate)
 
     def methods() -> Any:
         from broker.grpc.service import MessagingService  # protobuf: loaded with the first client
 
         return MessagingService(broker.controller, port, broker.broker.pop.processor).methods
 
-    server = GrpcServer(methods, config, context, listeners)
+    server = GrpcServer(methods, config, context, listeners, tls_mode)
     await nursery.start(server.run)
     logger.info(
-        "gRPC endpoint listening on %s (%s)",
+        "gRPC endpoint listening on %s (tls.server.mode %s%s)",
         join_address(config.host, port),
-        "TLS and plaintext" if context.enabled else "plaintext",
+        tls_mode.value,
+        "" if context.enabled else ", no certificate",
     )
     return server
 
@@ -204,6 +236,7 @@ def known_property_keys(*, namesrv: bool, broker: bool) -> dict[str, str]:
             if field.name != "extra":
                 keys.setdefault(field.name, camel_case(field.name))
     keys.update({"broker_ip1": "brokerIP1", "broker_ip2": "brokerIP2"})
+    keys["use_tls"] = "useTLS"  # NettyClientConfig.useTLS: the broker's connections to the NameServers
     return keys
 
 
@@ -233,9 +266,13 @@ def log_unused_property_keys(props: Iterable[str], *, namesrv: bool, broker: boo
         logger.warning("config key %s is not used by this gateway (ignored)%s", key, hint)
 
 
-def check_specs(namesrv: NamesrvSpec | None, broker: BrokerSpec | None) -> None:
+def check_specs(
+    namesrv: NamesrvSpec | None, broker: BrokerSpec | None, tls: TlsSystemConfig | None = None
+) -> None:
     """Refuse, before anything starts, what would only fail later; raises ``ValueError``
     (a ``StoreConfigError`` is re-raised as one, with its message)."""
+    if tls is not None and tls.server_mode is not TlsMode.DISABLED:
+        ServerCertificate.remoting(tls).check()
     if broker is None:
         return
     try:
@@ -264,11 +301,12 @@ def standalone_gateway(
     broker_port: int = 0,
     properties: Mapping[str, str] | None = None,
     grpc_port: int | None = None,
+    tls: TlsSystemConfig | None = None,
 ) -> Gateway:
     """A NameServer and a Broker in one process, the broker storing under ``store_dir`` and
     registering to the NameServer. ``properties`` are RocketMQ ``broker.conf`` / ``namesrv.conf``
     keys (e.g. ``flushDiskType``, ``kvConfigPath``); ``grpc_port`` serves the gRPC endpoint there
-    (0: any free port; None: off); raises ``ValueError`` for a malformed or
+    (0: any free port; None: off); ``tls``: the ``tls.*`` settings; raises ``ValueError`` for a malformed or
     out-of-range value (:func:`check_specs`); keys no component reads are logged."""
     props = {**(properties or {}), "storePathRootDir": store_dir}
     namesrv = NamesrvSpec(NamesrvConfig.from_properties(props), ServerConfig(host=host, port=namesrv_port))
@@ -278,6 +316,6 @@ def standalone_gateway(
         use_local_namesrv=True,
         grpc=None if grpc_port is None else grpc_config_of(props, host, grpc_port),
     )
-    check_specs(namesrv, broker)
+    check_specs(namesrv, broker, tls)
     log_unused_property_keys(properties or {}, namesrv=True, broker=True)
-    return Gateway(namesrv, broker)
+    return Gateway(namesrv, broker, tls)

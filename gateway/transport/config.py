@@ -7,6 +7,10 @@ One module of its own so that :mod:`gateway.transport.connection` (which reads i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gateway.transport.tls import ServerTls
 
 
 @dataclass(slots=True)
@@ -29,3 +33,5 @@ class ServerConfig:
     max_in_flight: int = 10_000
     max_connections: int = 20000  # refuse (close at once) beyond this
     shutdown_grace_s: float = 5.0  # how long in-flight requests may take after a shutdown starts
+    # tls.server.mode and the certificate (gateway.transport.tls); None: plaintext only, no sniffing.
+    tls: ServerTls | None = None

@@ -88,9 +88,17 @@ class Connection:
     """Serves one stream until it closes; see the module docstring."""
 
     def __init__(
-        self, stream: trio.SocketStream, conn_id: int, dispatcher: Dispatcher, config: ServerConfig
+        self,
+        stream: trio.abc.Stream,
+        conn_id: int,
+        dispatcher: Dispatcher,
+        config: ServerConfig,
+        first: bytes = b"",
     ) -> None:
+        """``stream``: a socket stream, or a TLS stream over one; ``first``: bytes already read
+        from it (to sniff TLS), decoded before anything else."""
         self.stream = stream
+        self._first = first
         self.dispatcher = dispatcher
         self.config = config
         self.info = ConnectionInfo(conn_id, _addr(stream, remote=True), _addr(stream, remote=False), self)
@@ -161,19 +169,15 @@ class Connection:
             deadline = trio.current_time() + idle
             if partial_since is not None:
                 deadline = min(deadline, partial_since + idle)
-            data = b""
-            with trio.move_on_at(deadline):
-                try:
-                    data = await self.stream.receive_some(_RECEIVE_SIZE)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
-                    logger.debug("%s: receive failed: %s", self, err)
-                    return
-                if not data:
-                    logger.debug("%s: closed by peer", self)
-                    return
+            data, self._first = self._first, b""
             if not data:
-                logger.info("%s: closing after %.0f s without a complete frame", self, idle)
-                return
+                received = await self._receive(deadline)
+                if received is None:
+                    return
+                data = received
+                if not data:
+                    logger.info("%s: closing after %.0f s without a complete frame", self, idle)
+                    return
             try:
                 commands = self._decoder.feed(data)
             except FrameError as err:
@@ -189,6 +193,20 @@ class Connection:
                     await self._start(nursery, cmd)
                 else:
                     await self._refuse(cmd)
+
+    async def _receive(self, deadline: float) -> bytes | None:
+        """The next bytes; empty when ``deadline`` passed first, None when the stream ended."""
+        with trio.move_on_at(deadline):
+            try:
+                data = await self.stream.receive_some(_RECEIVE_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
+                logger.debug("%s: receive failed: %s", self, err)
+                return None
+            if not data:
+                logger.debug("%s: closed by peer", self)
+                return None
+            return bytes(data)
+        return b""
 
     async def _start(self, nursery: trio.Nursery, cmd: RemotingCommand) -> None:
         """Run ``cmd`` inline as far as it goes; a handler that must wait continues in a task."""
@@ -328,7 +346,12 @@ class Connection:
         }
 
 
-def _addr(stream: trio.SocketStream, *, remote: bool) -> str:
+def _addr(stream: trio.abc.Stream, *, remote: bool) -> str:
+    while not isinstance(stream, trio.SocketStream):  # TLS: the socket is below
+        inner = getattr(stream, "transport_stream", None)
+        if inner is None:
+            return "?"
+        stream = inner
     try:
         sockaddr = stream.socket.getpeername() if remote else stream.socket.getsockname()
     except OSError:

@@ -3,7 +3,9 @@
 Usable with ``await nursery.start(server.run)``, which returns the bound listeners, so tests can
 bind port 0. Connections are served by :class:`gateway.transport.connection.Connection`; the server
 keeps the open ones by id, so that a shutdown can drain them and statistics can count them.
-Handlers reach their own client through ``RequestContext.connection.peer``.
+Handlers reach their own client through ``RequestContext.connection.peer``. With
+``config.tls`` set, each connection's first bytes decide between TLS and plaintext as
+``tls.server.mode`` says (:mod:`gateway.transport.tls`, ``NettyRemotingServer.TlsModeHandler``).
 
 Errors from ``accept`` are handled as trio's ``serve_listeners`` does: when the process or the
 system is out of file descriptors or buffer memory, the listener logs it, pauses
@@ -28,12 +30,14 @@ from gateway.transport.address import join_address
 from gateway.transport.config import ServerConfig
 from gateway.transport.connection import Connection
 from gateway.transport.dispatch import Dispatcher
+from gateway.transport.tls import ServerTls
 
 logger = logging.getLogger(__name__)
 
 # accept(2) errors that mean "out of resources for now" (trio's ACCEPT_CAPACITY_ERRNOS).
 ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 ACCEPT_PAUSE_S = 0.1  # as trio.serve_listeners
+RECEIVE_SIZE = 64 * 1024  # the first read, which decides between TLS and plaintext
 
 
 class RemotingServer:
@@ -57,6 +61,7 @@ class RemotingServer:
         self.listeners: list[trio.SocketListener] = listeners or []
         self.ids = ids if ids is not None else itertools.count(1)
         self._accepting = trio.CancelScope()
+        self._negotiating: set[trio.CancelScope] = set()  # connections still sniffing TLS
         self._done = trio.Event()
         self.accepted = 0
         self.refused = 0
@@ -93,7 +98,10 @@ class RemotingServer:
                     async with trio.open_nursery() as accept_nursery:
                         for listener in self.listeners:
                             accept_nursery.start_soon(self._accept_loop, listener, nursery)
-                # Accepting stopped: drain connections gracefully.
+                # Accepting stopped: drain connections gracefully; one that has not yet said
+                # whether it speaks TLS has nothing in flight.
+                for scope in list(self._negotiating):
+                    scope.cancel()
                 for conn in list(self.connections.values()):
                     conn.stop_reading()
         finally:
@@ -120,7 +128,7 @@ class RemotingServer:
                 )
                 await trio.sleep(ACCEPT_PAUSE_S)
                 continue
-            if len(self.connections) >= self.config.max_connections:
+            if len(self.connections) + len(self._negotiating) >= self.config.max_connections:
                 self.refused += 1
                 logger.warning("%s: refusing connection, %d open", self.name, len(self.connections))
                 await trio.aclose_forcefully(stream)
@@ -128,8 +136,26 @@ class RemotingServer:
             self.accepted += 1
             nursery.start_soon(self._serve_connection, stream)
 
-    async def _serve_connection(self, stream: trio.SocketStream) -> None:
-        conn = Connection(stream, next(self.ids), self.dispatcher, self.config)
+    async def _serve_connection(self, raw: trio.SocketStream) -> None:
+        stream: trio.abc.Stream = raw
+        first = b""
+        if self.config.tls is not None:
+            negotiated = None
+            if self._accepting.cancel_called:  # accepted just before the shutdown
+                await trio.aclose_forcefully(raw)
+                return
+            with trio.CancelScope() as scope:
+                self._negotiating.add(scope)
+                try:
+                    negotiated = await self._negotiate(raw, self.config.tls)
+                finally:
+                    self._negotiating.discard(scope)
+            if negotiated is None:
+                with trio.CancelScope(shield=True):
+                    await trio.aclose_forcefully(raw)
+                return
+            stream, first = negotiated
+        conn = Connection(stream, next(self.ids), self.dispatcher, self.config, first)
         self.connections[conn.info.id] = conn
         logger.debug("%s: %s connected", self.name, conn)
         try:
@@ -139,6 +165,25 @@ class RemotingServer:
             for hook in list(self.on_disconnect):
                 hook(conn)
             logger.debug("%s: %s disconnected", self.name, conn)
+
+    async def _negotiate(
+        self, raw: trio.SocketStream, tls: ServerTls
+    ) -> tuple[trio.abc.Stream, bytes] | None:
+        """Read the first bytes (within ``idle_timeout_s``, as any silence) and let ``tls``
+        decide: TLS, plaintext, or close (``NettyRemotingServer.TlsModeHandler``)."""
+        try:
+            name = f"{self.name} {join_address(*raw.socket.getpeername()[:2])}"
+        except OSError:  # already gone
+            return None
+        first = b""
+        with trio.move_on_after(self.config.idle_timeout_s):
+            try:
+                first = bytes(await raw.receive_some(RECEIVE_SIZE))
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
+                logger.debug("%s: receive failed: %s", name, err)
+        if not first:
+            return None
+        return await tls.negotiate(raw, first, name)
 
     def shutdown(self) -> None:
         """Stop accepting; open connections answer what they have in flight, then close."""
@@ -152,8 +197,10 @@ class RemotingServer:
             "name": self.name,
             "addresses": self.addresses,
             "connections": len(self.connections),
+            "negotiating": len(self._negotiating),  # accepted, first bytes (TLS or not) awaited
             "accepted": self.accepted,
             "refused": self.refused,
             "accept_pauses": self.accept_pauses,
+            "tls": None if self.config.tls is None else self.config.tls.statistics(),
             "dispatcher": self.dispatcher.statistics(),
         }

@@ -24,7 +24,7 @@ from gateway.transport.grpc.config import GrpcServerConfig
 from gateway.transport.grpc.connection import ServerCall, unary
 from gateway.transport.grpc.server import GrpcServer
 from gateway.transport.grpc.status import GrpcError, StatusCode
-from gateway.transport.grpc.tls import make_self_signed, server_context
+from gateway.transport.tls_config import ServerCertificate, make_self_signed, server_context
 from tests.helpers import wait_until
 
 ECHO = "/test.Echo/Unary"
@@ -112,7 +112,9 @@ async def test_unary_over_tls_on_the_same_port(tmp_path: Path) -> None:
     cert, key = make_self_signed("localhost")
     (tmp_path / "c.pem").write_bytes(cert)
     (tmp_path / "k.pem").write_bytes(key)
-    context = server_context(str(tmp_path / "c.pem"), str(tmp_path / "k.pem"), test_mode=False)
+    context = server_context(
+        ServerCertificate(str(tmp_path / "c.pem"), str(tmp_path / "k.pem"), test_mode=False, alpn=("h2",))
+    )
     async with serving(context=context) as server:
 
         def call() -> tuple[bytes, bytes]:
@@ -128,14 +130,16 @@ async def test_unary_over_tls_on_the_same_port(tmp_path: Path) -> None:
 
 
 def test_no_tls_without_certificate_unless_test_mode(tmp_path: Path) -> None:
-    assert server_context(str(tmp_path / "none.pem"), str(tmp_path / "none.key"), test_mode=False) is None
-    context = server_context(None, None, test_mode=True)
+    missing = ServerCertificate(str(tmp_path / "none.pem"), str(tmp_path / "none.key"), test_mode=False)
+    assert server_context(missing) is None
+    context = server_context(ServerCertificate(None, None, test_mode=True))
     assert context is not None
 
 
 async def test_self_signed_certificate_negotiates_h2() -> None:
     """A TLS client that trusts anything (as the Java client does by default) gets ALPN h2."""
-    async with serving(context=server_context(None, None, test_mode=True)) as server:
+    self_signed = server_context(ServerCertificate(None, None, test_mode=True, alpn=("h2",)))
+    async with serving(context=self_signed) as server:
         client_context = ssl.create_default_context()
         client_context.check_hostname = False
         client_context.verify_mode = ssl.CERT_NONE

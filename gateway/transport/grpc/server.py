@@ -19,7 +19,8 @@ import trio
 
 from gateway.transport.address import join_address
 from gateway.transport.grpc.config import GrpcServerConfig
-from gateway.transport.grpc.tls import TLS_HANDSHAKE, LazyServerContext, PrefixedStream
+from gateway.transport.tls import LazyServerContext, PrefixedStream, ServerTls
+from gateway.transport.tls_config import TlsMode
 
 logger = logging.getLogger(__name__)
 
@@ -37,21 +38,24 @@ class GrpcServer:
         config: GrpcServerConfig | None = None,
         ssl_context: ssl.SSLContext | LazyServerContext | None = None,
         listeners: list[trio.SocketListener] | None = None,
+        tls_mode: TlsMode = TlsMode.PERMISSIVE,
     ) -> None:
         """``listeners``: sockets already bound (a caller that must know the port before it builds
         the methods); by default :meth:`run` binds ``config.host``/``config.grpc_server_port``.
-        ``methods``: the table, or a function that builds it when the first connection arrives."""
+        ``methods``: the table, or a function that builds it when the first connection arrives.
+        ``tls_mode``: ``tls.server.mode``, as the Proxy reads it from ``TlsSystemConfig``."""
         self._methods = methods
         self._table: dict[str, Handler] | None = None
         self.config = config or GrpcServerConfig()
-        self.ssl_context = ssl_context
+        self.tls = ServerTls(
+            tls_mode, ssl_context, grpc=True, handshake_timeout_s=self.config.handshake_timeout_s
+        )
         self.listeners: list[trio.SocketListener] = listeners or []
         self.connections: dict[int, Any] = {}  # gateway.transport.grpc.connection.Connection
         self._ids = itertools.count(1)
         self._scope = trio.CancelScope()
         self._accepting = trio.CancelScope()
         self.accepted = 0
-        self.tls_accepted = 0
         self.calls_started = 0
         self.calls_failed = 0
 
@@ -74,7 +78,7 @@ class GrpcServer:
         return {
             "connections": len(self.connections),
             "accepted": self.accepted,
-            "tls_accepted": self.tls_accepted,
+            "tls_accepted": self.tls.tls_accepted,
             "calls_started": self.calls_started,
             "calls_failed": self.calls_failed,
         }
@@ -130,7 +134,7 @@ class GrpcServer:
                     await trio.aclose_forcefully(stream)
 
     async def _negotiate(self, raw: trio.SocketStream, peer: str) -> trio.abc.Stream | None:
-        """TLS when the first byte opens a TLS handshake and TLS is on; plaintext otherwise."""
+        """TLS or plaintext as ``tls.server.mode`` and the first byte say (gateway.transport.tls)."""
         with trio.move_on_after(self.config.handshake_timeout_s):
             try:
                 first = await raw.receive_some(RECEIVE_SIZE)
@@ -138,28 +142,11 @@ class GrpcServer:
                 return None
             if not first:
                 return None
-            stream = PrefixedStream(raw, first)
-            if first[0] != TLS_HANDSHAKE or self.ssl_context is None:
-                return stream
-            context: ssl.SSLContext | None
-            if isinstance(self.ssl_context, LazyServerContext):
-                try:
-                    context = await self.ssl_context.get()
-                except (OSError, ssl.SSLError) as err:
-                    logger.error("grpc %s: TLS is configured but unusable: %s", peer, err)
-                    return None
-            else:
-                context = self.ssl_context
-            if context is None:
-                return stream
-            tls = trio.SSLStream(stream, context, server_side=True)
-            try:
-                await tls.do_handshake()
-            except trio.BrokenResourceError as err:
-                logger.info("grpc %s: TLS handshake failed: %s", peer, err.__cause__ or err)
+            negotiated = await self.tls.negotiate(raw, bytes(first), f"grpc {peer}")
+            if negotiated is None:
                 return None
-            self.tls_accepted += 1
-            return tls
+            stream, rest = negotiated
+            return PrefixedStream(stream, rest) if rest else stream
         logger.info(
             "grpc %s: no HTTP/2 preface or TLS handshake within %.0f s", peer, self.config.handshake_timeout_s
         )
