@@ -3,8 +3,9 @@ application uses it, run as its own process by ``compat_tests/test_grpc_consume_
 client's generated apache.rocketmq.v2 classes cannot share a descriptor pool with ours).
 
 Prints one line per outcome, as ``rmqgrpc.Consume`` does: ``STARTED``, ``RECEIVED <body>
-<delivery attempt>``, ``ACKED <body>``, ``EMPTY`` (one more receive found nothing), ``FAILED
-<error>``, ``START_FAILED <error>``, ``DONE``; spaces in bodies are written as ``_``.
+<delivery attempt>``, ``ACKED <body>``, ``RETRY <error>`` (a receive failed, tried again),
+``EMPTY`` (one more receive found nothing), ``FAILED <error>``, ``START_FAILED <error>``,
+``DONE``; spaces in bodies are written as ``_``.
 
     python -m compat_tests.grpc_python_consumer ENDPOINT TOPIC GROUP COUNT SECONDS
 """
@@ -30,7 +31,16 @@ def main(endpoint: str, topic: str, group: str, count: int, seconds: float) -> N
     acked = 0
     try:
         while acked < count and time.monotonic() < deadline:
-            for message in consumer.receive(16, 15):
+            try:
+                messages = consumer.receive(16, 15)
+            except Exception as err:
+                # The client starts receiving before its settings reached the server; the real
+                # Proxy then fails the receive (ReceiveMessageActivity: settings is null). An
+                # application retries; so does this, until the deadline.
+                print(f"RETRY {type(err).__name__} {err}".replace("\n", " ")[:200], flush=True)
+                time.sleep(0.5)
+                continue
+            for message in messages:
                 body = message.body.decode().replace(" ", "_")
                 print(f"RECEIVED {body} {message.delivery_attempt}", flush=True)
                 consumer.ack(message)
