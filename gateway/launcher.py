@@ -145,7 +145,8 @@ async def start_grpc(nursery: trio.Nursery, broker: BrokerApp, config: GrpcServe
     def methods() -> Any:
         from broker.grpc.service import MessagingService  # protobuf: loaded with the first client
 
-        return MessagingService(broker.controller, port, broker.broker.pop.processor).methods
+        app = broker.broker
+        return MessagingService(broker.controller, port, app.pop.processor, app.auth.checks).methods
 
     server = GrpcServer(methods, config, context, listeners)
     await nursery.start(server.run)

@@ -12,7 +12,7 @@ other config files.
 from __future__ import annotations
 
 from broker.auth.config import AuthConfig, auth_config_of
-from broker.auth.guard import AuthSettings, Guard, build_guard
+from broker.auth.guard import AuthGuard, AuthSettings, Guard, build_guard
 from broker.auth.metadata import ACLS_JSON, USERS_JSON, AuthMetadata
 from broker.config import BrokerConfig
 from broker.processors.auth import AuthAdminProcessor
@@ -31,7 +31,9 @@ class BrokerAuth:
         self.files = files
         self.metadata = AuthMetadata(persist=files.persist)
         self.settings = AuthSettings.of(self.config, config.broker_cluster_name)
-        self.guard: Guard | None = build_guard(self.settings, self.metadata)
+        #: The check itself, which the gRPC endpoint shares (None when both checks are off).
+        self.checks: AuthGuard | None = build_guard(self.settings, self.metadata)
+        self.guard: Guard | None = self.checks
         self.processor = AuthAdminProcessor(
             self.metadata,
             users_configured=self.settings.authentication_metadata_configured,
