@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,7 +86,8 @@ class GrpcTarget:
             stop(proc)
 
 
-def _start_ours(workdir: Path) -> GrpcTarget:
+def _start_ours(workdir: Path, conf: Mapping[str, str] | None = None) -> GrpcTarget:
+    """Our gateway with ``TX_CONF`` and ``conf`` in its broker.conf."""
     # Our UPDATE_AND_CREATE_TOPIC does not take topic attributes yet: the FIFO topic comes with
     # its message.type from the store's topics.json (the update later keeps the attribute).
     config_dir = workdir / "store" / "config"
@@ -96,11 +97,11 @@ def _start_ours(workdir: Path) -> GrpcTarget:
         for name, kind in ((FIFO_TOPIC, "FIFO"), (TX_TOPIC, "TRANSACTION"), (DELAY_TOPIC, "DELAY"))
     }
     (config_dir / "topics.json").write_text(json.dumps({"topicConfigTable": table}))
-    conf = workdir / "broker.conf"
-    conf.write_text("".join(f"{k}={v}\n" for k, v in TX_CONF.items()))
+    conf_file = workdir / "broker.conf"
+    conf_file.write_text("".join(f"{k}={v}\n" for k, v in {**TX_CONF, **(conf or {})}.items()))
     log = workdir / "gateway.log"
     command = [sys.executable, "-m", "gateway.cli", "standalone", "--namesrv-port", "0", "--broker-port", "0"]
-    command += ["--grpc-port", "0", "--store", str(workdir / "store"), "-c", str(conf)]
+    command += ["--grpc-port", "0", "--store", str(workdir / "store"), "-c", str(conf_file)]
     proc = subprocess.Popen(
         command, stdout=subprocess.DEVNULL, stderr=log.open("w"), env={**os.environ, "HOME": str(workdir)}
     )
@@ -116,12 +117,17 @@ def _start_ours(workdir: Path) -> GrpcTarget:
     )
 
 
-def _start_real(workdir: Path) -> GrpcTarget:
-    servers = ReferenceServers.on_loopback(workdir, extra_conf=tuple(f"{k}={v}" for k, v in TX_CONF.items()))
+def _start_real(
+    workdir: Path, conf: Mapping[str, str] | None = None, proxy_conf: Mapping[str, Any] | None = None
+) -> GrpcTarget:
+    """The real Proxy in local mode: ``TX_CONF`` and ``conf`` in its broker.conf, ``proxy_conf``
+    in its rmq-proxy.json."""
+    lines = tuple(f"{k}={v}" for k, v in {**TX_CONF, **(conf or {})}.items())
+    servers = ReferenceServers.on_loopback(workdir, extra_conf=lines)
     try:
         servers.start_namesrv()
         grpc_port = free_port()
-        servers.start_proxy(grpc_port, free_port())
+        servers.start_proxy(grpc_port, free_port(), proxy_conf)
     except BaseException:
         servers.stop()
         raise
@@ -156,13 +162,17 @@ def produce(target: GrpcTarget, *, tls: bool, topic: str, count: int, option: st
     )
 
 
-def run_java(target: GrpcTarget, main: str, *args: str) -> list[str]:
-    """Run a scenario class of compat_tests/java/grpc5 on the target's endpoint; its outcome lines."""
+def run_java(
+    target: GrpcTarget, main: str, *args: str, properties: Mapping[str, str] | None = None
+) -> list[str]:
+    """Run a scenario class of compat_tests/java/grpc5 on the target's endpoint; its outcome lines.
+    ``properties``: more Java system properties (``rmqgrpc.accessKey``/``secretKey`` sign)."""
     result = subprocess.run(
         [
             "java",
             "-Xmx128m",
             f"-Duser.home={target.home}",
+            *(f"-D{k}={v}" for k, v in (properties or {}).items()),
             "-cp",
             f"{GRPC_CLIENT / 'classes'}{os.pathsep}{GRPC_CLIENT / 'lib'}/*",
             main,
