@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 
 import trio
 
@@ -37,9 +38,17 @@ RECONNECT_DELAY_S = 3.0
 
 
 class NamesrvRegistrar:
-    def __init__(self, config: BrokerConfig, topics: TopicConfigManager) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        topics: TopicConfigManager,
+        sign: Callable[[RemotingCommand], None] | None = None,
+    ) -> None:
+        """``sign``: applied to every request before it is sent (``BrokerOuterAPI``'s
+        ``AclClientRPCHook`` of ``innerClientAuthenticationCredentials``)."""
         self.config = config
         self.topics = topics
+        self.sign = sign
         self._connections: dict[str, Connection] = {}
         self._wake = trio.Event()
         self._pending: dict[str, TopicConfig] = {}
@@ -75,6 +84,11 @@ class NamesrvRegistrar:
             body_crc32=body_crc32(body),
         )
         return RemotingCommand.request(RequestCode.REGISTER_BROKER, header, body=body)
+
+    def _signed(self, request: RemotingCommand) -> RemotingCommand:
+        if self.sign is not None:
+            self.sign(request)
+        return request
 
     def topics_changed(self, topics: list[TopicConfig]) -> None:
         """Queue an incremental registration (called from processors, synchronously)."""
@@ -125,7 +139,7 @@ class NamesrvRegistrar:
             return False
         timeout = self.config.register_broker_timeout_mills / 1000
         try:
-            response = await conn.invoke(self.build_request(topics), timeout_s=timeout)
+            response = await conn.invoke(self._signed(self.build_request(topics)), timeout_s=timeout)
         except Exception as err:
             self.failures += 1
             logger.warning("register to namesrv %s failed: %s", address, err)
@@ -149,6 +163,7 @@ class NamesrvRegistrar:
         )
         for address, conn in list(self._connections.items()):
             try:
-                await conn.invoke(RemotingCommand.request(RequestCode.UNREGISTER_BROKER, header), timeout_s=3)
+                request = self._signed(RemotingCommand.request(RequestCode.UNREGISTER_BROKER, header))
+                await conn.invoke(request, timeout_s=3)
             except Exception as err:
                 logger.warning("unregister from namesrv %s failed: %s", address, err)
