@@ -260,3 +260,14 @@ async def test_garbage_headers_answer_one_status_without_a_traceback(
             answer = await in_thread(lambda: _send(SignedClient(port, None, header=header)))
         assert answer.status.code == pb.UNAUTHORIZED, answer.status
         assert not [r for r in caplog.records if r.exc_info], caplog.text
+
+
+async def test_the_authorized_user_is_the_authenticated_one(tmp_path: Path) -> None:
+    """The Proxy would authorize the user a client names in ``x-mq-authorization-ak``; here the
+    signature's user is authorized whatever that header says (docs/security.md)."""
+    async with grpc_auth_endpoint(tmp_path) as (_app, port):
+        bob = SignedClient(port, "bob", "bob-secret")
+        bob.metadata.append(("x-mq-authorization-ak", "root"))
+        answer = await in_thread(lambda: _send(bob))
+        assert answer.status.code == pb.UNAUTHORIZED, answer.status
+        assert answer.status.message.startswith("User:bob has no permission"), answer.status
