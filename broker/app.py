@@ -126,9 +126,11 @@ class Broker:
             on_topics_changed=self._topics_changed,
             on_groups_changed=self._groups_changed,
         )
-        self.registrar = NamesrvRegistrar(config, self.controller.topics, tls=client_tls)
-        self.timers = TimerMessageService(self.store, self.controller.put_messages, config.timer_precision_ms)
         self.auth = BrokerAuth(config, self.store.config_files)
+        self.registrar = NamesrvRegistrar(
+            config, self.controller.topics, self.auth.inner_client_signer, tls=client_tls
+        )
+        self.timers = TimerMessageService(self.store, self.controller.put_messages, config.timer_precision_ms)
         self.dispatcher = build_dispatcher(self.controller, self.stats, self.auth)
         self.metrics = create_metrics(self.controller, self.stats, self.dispatcher)
         self.pop = register_pop(self.controller, self.dispatcher, self.timers.caught_up)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import ssl
+from collections.abc import Callable
 
 import trio
 
@@ -39,13 +40,20 @@ RECONNECT_DELAY_S = 3.0
 
 class NamesrvRegistrar:
     def __init__(
-        self, config: BrokerConfig, topics: TopicConfigManager, tls: ssl.SSLContext | None = None
+        self,
+        config: BrokerConfig,
+        topics: TopicConfigManager,
+        sign: Callable[[RemotingCommand], None] | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
-        """``tls``: connect over TLS with this context (``BrokerOuterAPI``'s remoting client
-        with ``useTLS``, so a broker registers with an enforcing NameServer)."""
+        """``sign``: applied to every request before it is sent (``BrokerOuterAPI``'s
+        ``AclClientRPCHook`` of ``innerClientAuthenticationCredentials``); ``tls``: connect over TLS
+        with this context (``BrokerOuterAPI``'s remoting client with ``useTLS``, so a broker
+        registers with an enforcing NameServer)."""
         self.config = config
         self.tls = tls
         self.topics = topics
+        self.sign = sign
         self._connections: dict[str, Connection] = {}
         self._wake = trio.Event()
         self._pending: dict[str, TopicConfig] = {}
@@ -81,6 +89,11 @@ class NamesrvRegistrar:
             body_crc32=body_crc32(body),
         )
         return RemotingCommand.request(RequestCode.REGISTER_BROKER, header, body=body)
+
+    def _signed(self, request: RemotingCommand) -> RemotingCommand:
+        if self.sign is not None:
+            self.sign(request)
+        return request
 
     def topics_changed(self, topics: list[TopicConfig]) -> None:
         """Queue an incremental registration (called from processors, synchronously)."""
@@ -132,7 +145,7 @@ class NamesrvRegistrar:
             return False
         timeout = self.config.register_broker_timeout_mills / 1000
         try:
-            response = await conn.invoke(self.build_request(topics), timeout_s=timeout)
+            response = await conn.invoke(self._signed(self.build_request(topics)), timeout_s=timeout)
         except Exception as err:
             self.failures += 1
             logger.warning("register to namesrv %s failed: %s", address, err)
@@ -156,6 +169,7 @@ class NamesrvRegistrar:
         )
         for address, conn in list(self._connections.items()):
             try:
-                await conn.invoke(RemotingCommand.request(RequestCode.UNREGISTER_BROKER, header), timeout_s=3)
+                request = self._signed(RemotingCommand.request(RequestCode.UNREGISTER_BROKER, header))
+                await conn.invoke(request, timeout_s=3)
             except Exception as err:
                 logger.warning("unregister from namesrv %s failed: %s", address, err)

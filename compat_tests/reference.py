@@ -29,6 +29,7 @@ import ssl
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -325,10 +326,13 @@ class ReferenceServers:
         wait_for_line(self.workdir / "broker.out", r"boot success", self.broker, BOOT_TIMEOUT_S)
         return self.broker
 
-    def start_proxy(self, grpc_port: int, remoting_port: int) -> subprocess.Popen[bytes]:
+    def start_proxy(
+        self, grpc_port: int, remoting_port: int, extra: Mapping[str, Any] | None = None
+    ) -> subprocess.Popen[bytes]:
         """Start the gRPC Proxy in local mode (``ProxyStartup -pm local``: the broker runs inside
         it, configured as :meth:`start_broker` configures one) and wait until it has started.
-        Its TLS is the Proxy's default test mode (a self-signed certificate, no files)."""
+        Its TLS is the Proxy's default test mode (a self-signed certificate, no files).
+        ``extra``: more keys of its rmq-proxy.json (``ProxyConfig`` and ``AuthConfig`` read it)."""
         broker_conf = self._write_broker_conf()
         proxy_conf = self.workdir / "rmq-proxy.json"
         proxy_conf.write_text(
@@ -338,6 +342,7 @@ class ReferenceServers:
                     "grpcServerPort": grpc_port,
                     "remotingListenPort": remoting_port,
                     "namesrvAddr": self.namesrv_addr_for_broker,
+                    **(extra or {}),
                 }
             )
         )

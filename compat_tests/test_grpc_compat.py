@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,7 +88,8 @@ class GrpcTarget:
             stop(proc)
 
 
-def _start_ours(workdir: Path) -> GrpcTarget:
+def _start_ours(workdir: Path, conf: Mapping[str, str] | None = None) -> GrpcTarget:
+    """Our gateway with ``TX_CONF`` and ``conf`` in its broker.conf."""
     # The typed topics exist from the start, from the store's topics.json as an operator's file
     # would give them; the tests create them again with their attributes on both targets.
     config_dir = workdir / "store" / "config"
@@ -98,11 +99,11 @@ def _start_ours(workdir: Path) -> GrpcTarget:
         for name, kind in ((FIFO_TOPIC, "FIFO"), (TX_TOPIC, "TRANSACTION"), (DELAY_TOPIC, "DELAY"))
     }
     (config_dir / "topics.json").write_text(json.dumps({"topicConfigTable": table}))
-    conf = workdir / "broker.conf"
-    conf.write_text("".join(f"{k}={v}\n" for k, v in TX_CONF.items()))
+    conf_file = workdir / "broker.conf"
+    conf_file.write_text("".join(f"{k}={v}\n" for k, v in {**TX_CONF, **(conf or {})}.items()))
     log = workdir / "gateway.log"
     command = [sys.executable, "-m", "gateway.cli", "standalone", "--namesrv-port", "0", "--broker-port", "0"]
-    command += ["--grpc-port", "0", "--store", str(workdir / "store"), "-c", str(conf)]
+    command += ["--grpc-port", "0", "--store", str(workdir / "store"), "-c", str(conf_file)]
     proc = subprocess.Popen(
         command, stdout=subprocess.DEVNULL, stderr=log.open("w"), env={**os.environ, "HOME": str(workdir)}
     )
@@ -118,12 +119,17 @@ def _start_ours(workdir: Path) -> GrpcTarget:
     )
 
 
-def _start_real(workdir: Path) -> GrpcTarget:
-    servers = ReferenceServers.on_loopback(workdir, extra_conf=tuple(f"{k}={v}" for k, v in TX_CONF.items()))
+def _start_real(
+    workdir: Path, conf: Mapping[str, str] | None = None, proxy_conf: Mapping[str, Any] | None = None
+) -> GrpcTarget:
+    """The real Proxy in local mode: ``TX_CONF`` and ``conf`` in its broker.conf, ``proxy_conf``
+    in its rmq-proxy.json."""
+    lines = tuple(f"{k}={v}" for k, v in {**TX_CONF, **(conf or {})}.items())
+    servers = ReferenceServers.on_loopback(workdir, extra_conf=lines)
     try:
         servers.start_namesrv()
         grpc_port = free_port()
-        servers.start_proxy(grpc_port, free_port())
+        servers.start_proxy(grpc_port, free_port(), proxy_conf)
     except BaseException:
         servers.stop()
         raise
@@ -158,13 +164,17 @@ def produce(target: GrpcTarget, *, tls: bool, topic: str, count: int, option: st
     )
 
 
-def run_java(target: GrpcTarget, main: str, *args: str) -> list[str]:
-    """Run a scenario class of compat_tests/java/grpc5 on the target's endpoint; its outcome lines."""
+def run_java(
+    target: GrpcTarget, main: str, *args: str, properties: Mapping[str, str] | None = None
+) -> list[str]:
+    """Run a scenario class of compat_tests/java/grpc5 on the target's endpoint; its outcome lines.
+    ``properties``: more Java system properties (``rmqgrpc.accessKey``/``secretKey`` sign)."""
     result = subprocess.run(
         [
             "java",
             "-Xmx128m",
             f"-Duser.home={target.home}",
+            *(f"-D{k}={v}" for k, v in (properties or {}).items()),
             "-cp",
             f"{GRPC_CLIENT / 'classes'}{os.pathsep}{GRPC_CLIENT / 'lib'}/*",
             main,

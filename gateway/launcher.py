@@ -176,7 +176,8 @@ async def start_grpc(
     def methods() -> Any:
         from broker.grpc.service import MessagingService  # protobuf: loaded with the first client
 
-        return MessagingService(broker.controller, port, broker.broker.pop.processor).methods
+        app = broker.broker
+        return MessagingService(broker.controller, port, app.pop.processor, app.auth.checks).methods
 
     server = GrpcServer(methods, config, context, listeners, tls_mode)
     await nursery.start(server.run)

@@ -52,6 +52,11 @@ def _codes(text: str) -> frozenset[int]:
     )
 
 
+def _names(text: str) -> frozenset[str]:
+    """The whitelist's items as strings (``StringUtils.split`` then ``trim``)."""
+    return frozenset(item for item in (part.strip() for part in text.split(",")) if item)
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class AuthSettings:
     """What the check needs of :class:`AuthConfig`, parsed once."""
@@ -62,6 +67,10 @@ class AuthSettings:
     authorization_metadata_configured: bool = False
     authentication_whitelist: frozenset[int] = frozenset()
     authorization_whitelist: frozenset[int] = frozenset()
+    # The same keys read as gRPC rpc codes: a request message's full name
+    # ("apache.rocketmq.v2.SendMessageRequest"), which is what the Proxy compares.
+    authentication_rpc_whitelist: frozenset[str] = frozenset()
+    authorization_rpc_whitelist: frozenset[str] = frozenset()
     cluster_name: str = "DefaultCluster"
 
     @classmethod
@@ -73,6 +82,8 @@ class AuthSettings:
             authorization_metadata_configured=bool(config.authorization_metadata_provider.strip()),
             authentication_whitelist=_codes(config.authentication_whitelist),
             authorization_whitelist=_codes(config.authorization_whitelist),
+            authentication_rpc_whitelist=_names(config.authentication_whitelist),
+            authorization_rpc_whitelist=_names(config.authorization_whitelist),
             cluster_name=cluster_name,
         )
 
@@ -175,9 +186,20 @@ class AuthGuard:
             raise
 
     def authenticate(self, request: RemotingCommand) -> None:
-        """``DefaultAuthenticationHandler``."""
+        """``DefaultAuthenticationHandler`` over the remoting context (``AccessKey``, ``Signature``)."""
         fields = request.ext_fields or {}
-        username = fields.get(ACCESS_KEY)
+        self.check_signature(
+            fields.get(ACCESS_KEY),
+            fields_content(fields, request.version),
+            fields.get(SIGNATURE),
+            request.body,
+        )
+
+    def check_signature(
+        self, username: str | None, content: bytes, signature: str | None, body: bytes | None = None
+    ) -> None:
+        """``DefaultAuthenticationHandler``: ``username`` names an enabled user whose secret signs
+        ``content`` + ``body`` as ``signature`` (Base64); the remoting and gRPC contexts share it."""
         if not self.settings.authentication_metadata_configured:
             raise AuthError(NO_AUTHN_PROVIDER)
         if not username:
@@ -187,8 +209,7 @@ class AuthGuard:
             raise AuthError(f"User:{username} is not found.")
         if user.user_status is UserStatus.DISABLE:
             raise AuthError(f"User:{username} is disabled.")
-        content = fields_content(fields, request.version)
-        if not signature_matches(content, user.password or "", fields.get(SIGNATURE), request.body):
+        if not signature_matches(content, user.password or "", signature, body):
             raise AuthError("check signature failed.")
 
     def authorize(self, request: RemotingCommand, ip: str) -> None:
@@ -198,9 +219,10 @@ class AuthGuard:
             needs = required_permissions(request.code, fields, request.body, self.settings.cluster_name)
         except CodecError as err:
             raise AuthError("parse authorization context error.") from err
-        if not needs:
-            return
-        username = fields.get(ACCESS_KEY)
+        self.authorize_needs(fields.get(ACCESS_KEY), needs, ip)
+
+    def authorize_needs(self, username: str | None, needs: Sequence[Need], ip: str) -> None:
+        """Each need in turn, the first refusal raised (``AuthorizationEvaluator.evaluate``)."""
         for need in needs:
             self._authorize_one(username, need, ip)
 
@@ -246,6 +268,6 @@ class AuthGuard:
 Guard = Callable[[RequestContext, RemotingCommand], None]
 
 
-def build_guard(settings: AuthSettings, metadata: AuthMetadata) -> Guard | None:
+def build_guard(settings: AuthSettings, metadata: AuthMetadata) -> AuthGuard | None:
     """The dispatcher's guard, or ``None`` when neither check is enabled (no cost per request)."""
     return AuthGuard(settings, metadata) if settings.enabled else None

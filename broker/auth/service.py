@@ -12,8 +12,9 @@ other config files.
 from __future__ import annotations
 
 from broker.auth.config import AuthConfig, auth_config_of
-from broker.auth.guard import AuthSettings, Guard, build_guard
+from broker.auth.guard import AuthGuard, AuthSettings, Guard, build_guard
 from broker.auth.metadata import ACLS_JSON, USERS_JSON, AuthMetadata
+from broker.auth.signature import Signer, inner_client_signer
 from broker.config import BrokerConfig
 from broker.processors.auth import AuthAdminProcessor
 from codec.errors import RocketMQError
@@ -31,7 +32,13 @@ class BrokerAuth:
         self.files = files
         self.metadata = AuthMetadata(persist=files.persist)
         self.settings = AuthSettings.of(self.config, config.broker_cluster_name)
-        self.guard: Guard | None = build_guard(self.settings, self.metadata)
+        #: Signs what the broker sends to the NameServer (innerClientAuthenticationCredentials).
+        self.inner_client_signer: Signer | None = inner_client_signer(
+            self.config.inner_client_authentication_credentials
+        )
+        #: The check itself, which the gRPC endpoint shares (None when both checks are off).
+        self.checks: AuthGuard | None = build_guard(self.settings, self.metadata)
+        self.guard: Guard | None = self.checks
         self.processor = AuthAdminProcessor(
             self.metadata,
             users_configured=self.settings.authentication_metadata_configured,

@@ -15,8 +15,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
 
+from codec.command import RemotingCommand
 from codec.versions import VERSION_NAMES
 
 ACCESS_KEY = "AccessKey"  # SessionCredentials.ACCESS_KEY
@@ -67,3 +69,30 @@ def sign_request(ext_fields: dict[str, str], body: bytes | None, access_key: str
     ext_fields.pop(SIGNATURE, None)
     # A client signs with its own version's rule; the newest clients sign every field.
     ext_fields[SIGNATURE] = sign(request_content(ext_fields, body, V4_9_3 + 1), secret_key)
+
+
+Signer = Callable[[RemotingCommand], None]
+
+
+def inner_client_signer(credentials: str) -> Signer | None:
+    """What ``BrokerOuterAPI.newAclRPCHook`` makes of ``innerClientAuthenticationCredentials``
+    (``{"accessKey":…,"secretKey":…}``): an ``AclClientRPCHook`` signing every request the broker
+    sends to the NameServer, or ``None`` when the key, its access key or its secret key is blank.
+    Raises ``ValueError`` for text that is not a JSON object (Java's broker then fails to start)."""
+    if not credentials.strip():
+        return None
+    doc = json.loads(credentials)
+    if not isinstance(doc, dict):
+        raise ValueError("innerClientAuthenticationCredentials is not a JSON object")
+    access_key, secret_key = doc.get("accessKey"), doc.get("secretKey")
+    if not isinstance(access_key, str) or not access_key.strip():
+        return None
+    if not isinstance(secret_key, str) or not secret_key.strip():
+        return None
+
+    def sign_command(request: RemotingCommand) -> None:
+        fields = dict(request.ext_fields or {})
+        sign_request(fields, request.body, access_key, secret_key)
+        request.ext_fields = fields
+
+    return sign_command

@@ -21,7 +21,15 @@ from google.protobuf.message import DecodeError
 
 from broker.client_manager import ClientChannel
 from broker.controller import BrokerController
-from broker.grpc.common import OK, Call, ClientContext, StatusError, require_client_id, status
+from broker.grpc.common import (
+    OK,
+    Call,
+    ClientContext,
+    RequestCheck,
+    StatusError,
+    require_client_id,
+    status,
+)
 from broker.subscription_group_manager import SubscriptionGroupConfig
 from codec.bodies.heartbeat import ConsumerData, SubscriptionData
 from gateway.transport.dispatch import ConnectionInfo, Peer
@@ -99,9 +107,12 @@ class ClientActivity:
         broker: BrokerController,
         now_ms: Callable[[], int] | None = None,
         peer_for: Callable[[str], Peer] | None = None,
+        check: RequestCheck | None = None,
     ) -> None:
-        """``peer_for(client_id)``: what the broker calls to reach the client (transaction checks)."""
+        """``peer_for(client_id)``: what the broker calls to reach the client (transaction checks);
+        ``check``: the request pipeline, run on every Telemetry command."""
         self.broker = broker
+        self.check = check
         self.peer_for = peer_for
         self.now_ms = now_ms or broker.now_ms
         self.raw_settings: dict[str, pb.Settings] = {}
@@ -228,6 +239,14 @@ class ClientActivity:
                 except DecodeError:
                     logger.info("grpc client %s: malformed TelemetryCommand ignored", ctx.client_id)
                     continue
+                if self.check is not None:
+                    try:
+                        self.check(ctx, command)
+                    except StatusError as err:
+                        # ResponseWriter.write: the status, then the stream is completed.
+                        answer = pb.TelemetryCommand(status=status(err.code, err.message))
+                        await call.send(answer.SerializeToString())
+                        return
                 kind = command.WhichOneof("command")
                 if kind == "settings":
                     try:

@@ -7,7 +7,7 @@ Mirrors the Proxy's ``ResponseBuilder`` (exceptions and remoting codes to ``Stat
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
@@ -52,6 +52,9 @@ class Call(Protocol):
 
 
 Handler = Callable[[Call], Awaitable[None]]
+#: The request pipeline's check of one request message (broker.grpc.auth.GrpcAuth); raises
+#: StatusError to refuse it.
+RequestCheck = Callable[["ClientContext", ProtoMessage], None]
 
 
 class StatusError(Exception):
@@ -89,11 +92,12 @@ class ClientContext:
     remote_addr: str
     language: str
     version: str
+    metadata: Mapping[str, str]  # every request header (the credentials are read from it)
 
     @classmethod
     def of(cls, call: Call) -> ClientContext:
         md = call.metadata
-        return cls(md.get(CLIENT_ID, ""), call.peer, md.get(LANGUAGE, ""), md.get(CLIENT_VERSION, ""))
+        return cls(md.get(CLIENT_ID, ""), call.peer, md.get(LANGUAGE, ""), md.get(CLIENT_VERSION, ""), md)
 
 
 Req = TypeVar("Req", bound=ProtoMessage)
@@ -104,8 +108,10 @@ def unary(
     request_type: type[Req],
     response_type: type[Resp],
     fn: Callable[[ClientContext, Req], Resp | Awaitable[Resp]],
+    check: RequestCheck | None = None,
 ) -> Handler:
-    """A unary handler: parse, call ``fn``, answer; a refusal is the response's ``status``.
+    """A unary handler: parse, ``check`` it, call ``fn``, answer; a refusal is the response's
+    ``status``.
 
     A request that does not parse ends the call with INVALID_ARGUMENT (no response message)."""
 
@@ -121,8 +127,11 @@ def unary(
             raise GrpcError(
                 StatusCode.INVALID_ARGUMENT, f"malformed {request_type.__name__}: {err}"
             ) from None
+        ctx = ClientContext.of(call)
         try:
-            answer = fn(ClientContext.of(call), request)
+            if check is not None:
+                check(ctx, request)
+            answer = fn(ctx, request)
             response = answer if isinstance(answer, ProtoMessage) else await answer
         except (StatusError, RocketMQError) as err:
             response = response_type(status=status_of(err))

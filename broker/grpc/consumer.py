@@ -24,7 +24,7 @@ from collections.abc import Callable
 from google.protobuf.message import DecodeError
 
 from broker.controller import BrokerController
-from broker.grpc.common import OK, Call, ClientContext, StatusError, status, status_of
+from broker.grpc.common import OK, Call, ClientContext, RequestCheck, StatusError, status, status_of
 from broker.grpc.convert import to_message
 from broker.grpc.route import check_topic
 from broker.pop.pop_filter import pop_message_filter
@@ -109,9 +109,11 @@ class ConsumerActivity:
         broker: BrokerController,
         pop: PopProcessor,
         settings_of: Callable[[str], pb.Settings | None] | None = None,
+        check: RequestCheck | None = None,
     ) -> None:
         self.broker = broker
         self.pop = pop
+        self.check = check  # the request pipeline (ReceiveMessage; the unary RPCs get it in unary())
         self.send_back = SendMessageBackProcessor(broker)
         self.settings_of = settings_of
         self._connections = itertools.count(1 << 46)
@@ -144,6 +146,12 @@ class ConsumerActivity:
         except DecodeError as err:
             raise GrpcError(StatusCode.INVALID_ARGUMENT, f"malformed ReceiveMessageRequest: {err}") from None
         ctx = ClientContext.of(call)
+        if self.check is not None:
+            try:
+                self.check(ctx, request)
+            except StatusError as err:  # answered before the activity runs: no delivery timestamp
+                await call.send(pb.ReceiveMessageResponse(status=status_of(err)).SerializeToString())
+                return
         try:
             messages = await self._receive(ctx, request)
         except (StatusError, RocketMQError) as err:

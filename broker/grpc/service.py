@@ -6,9 +6,13 @@ listed here are answered UNIMPLEMENTED by the transport; see docs/grpc.md for wh
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
+from broker.auth.guard import AuthGuard
 from broker.controller import BrokerController
+from broker.grpc.auth import grpc_auth
 from broker.grpc.client import ClientActivity
-from broker.grpc.common import Handler, unary
+from broker.grpc.common import ClientContext, Handler, Req, Resp, unary
 from broker.grpc.consumer import ConsumerActivity
 from broker.grpc.route import RouteActivity
 from broker.grpc.send import SendActivity
@@ -26,15 +30,25 @@ def path(method: str) -> str:
 class MessagingService:
     """The activities over one broker; ``methods`` is what the gRPC server serves."""
 
-    def __init__(self, broker: BrokerController, grpc_port: int, pop: PopProcessor | None = None) -> None:
+    def __init__(
+        self,
+        broker: BrokerController,
+        grpc_port: int,
+        pop: PopProcessor | None = None,
+        auth: AuthGuard | None = None,
+    ) -> None:
         """``pop``: the broker's POP processor, which the consuming RPCs hand their work to; without
-        it they are answered UNIMPLEMENTED."""
+        it they are answered UNIMPLEMENTED. ``auth``: the broker's authentication and authorization
+        check, run on every request message as the Proxy's request pipeline (None: both off)."""
+        self.check = grpc_auth(auth)
         self.route = RouteActivity(broker, grpc_port)
-        self.clients = ClientActivity(broker)
+        self.clients = ClientActivity(broker, check=self.check)
         self.transactions = TransactionActivity(broker, self.clients.sessions)
         self.clients.peer_for = self.transactions.peer_for
         self.send = SendActivity(broker, self.transactions)
-        self.consumer = ConsumerActivity(broker, pop, self.clients.settings_of) if pop is not None else None
+        self.consumer = (
+            ConsumerActivity(broker, pop, self.clients.settings_of, self.check) if pop is not None else None
+        )
 
     @property
     def methods(self) -> dict[str, Handler]:
@@ -42,15 +56,15 @@ class MessagingService:
         consumer = self.consumer
         if consumer is not None:
             methods[path("ReceiveMessage")] = consumer.receive_message
-            methods[path("AckMessage")] = unary(
+            methods[path("AckMessage")] = self._unary(
                 pb.AckMessageRequest, pb.AckMessageResponse, consumer.ack_message
             )
-            methods[path("ChangeInvisibleDuration")] = unary(
+            methods[path("ChangeInvisibleDuration")] = self._unary(
                 pb.ChangeInvisibleDurationRequest,
                 pb.ChangeInvisibleDurationResponse,
                 consumer.change_invisible_duration,
             )
-            methods[path("ForwardMessageToDeadLetterQueue")] = unary(
+            methods[path("ForwardMessageToDeadLetterQueue")] = self._unary(
                 pb.ForwardMessageToDeadLetterQueueRequest,
                 pb.ForwardMessageToDeadLetterQueueResponse,
                 consumer.forward_message_to_dead_letter_queue,
@@ -59,22 +73,35 @@ class MessagingService:
 
     def _methods(self) -> dict[str, Handler]:
         return {
-            path("QueryRoute"): unary(pb.QueryRouteRequest, pb.QueryRouteResponse, self.route.query_route),
-            path("QueryAssignment"): unary(
+            path("QueryRoute"): self._unary(
+                pb.QueryRouteRequest, pb.QueryRouteResponse, self.route.query_route
+            ),
+            path("QueryAssignment"): self._unary(
                 pb.QueryAssignmentRequest, pb.QueryAssignmentResponse, self.route.query_assignment
             ),
-            path("Heartbeat"): unary(pb.HeartbeatRequest, pb.HeartbeatResponse, self.clients.heartbeat),
-            path("NotifyClientTermination"): unary(
+            path("Heartbeat"): self._unary(pb.HeartbeatRequest, pb.HeartbeatResponse, self.clients.heartbeat),
+            path("NotifyClientTermination"): self._unary(
                 pb.NotifyClientTerminationRequest,
                 pb.NotifyClientTerminationResponse,
                 self.clients.notify_client_termination,
             ),
             path("Telemetry"): self.clients.telemetry,
-            path("SendMessage"): unary(pb.SendMessageRequest, pb.SendMessageResponse, self.send.send_message),
-            path("RecallMessage"): unary(
+            path("SendMessage"): self._unary(
+                pb.SendMessageRequest, pb.SendMessageResponse, self.send.send_message
+            ),
+            path("RecallMessage"): self._unary(
                 pb.RecallMessageRequest, pb.RecallMessageResponse, self.send.recall_message
             ),
-            path("EndTransaction"): unary(
+            path("EndTransaction"): self._unary(
                 pb.EndTransactionRequest, pb.EndTransactionResponse, self.transactions.end_transaction
             ),
         }
+
+    def _unary(
+        self,
+        request_type: type[Req],
+        response_type: type[Resp],
+        fn: Callable[[ClientContext, Req], Resp | Awaitable[Resp]],
+    ) -> Handler:
+        """``unary`` with the request pipeline's check."""
+        return unary(request_type, response_type, fn, self.check)

@@ -24,7 +24,7 @@ import org.apache.rocketmq.client.apis.message.MessageView;
  *   ACKED &lt;body&gt;                          SimpleConsumer: its ack succeeded
  *   CHANGED &lt;body&gt;                        SimpleConsumer: invisible duration set to 1 s
  *   EMPTY                                 SimpleConsumer: a receive found nothing more
- *   FAILED &lt;exception class&gt; &lt;message&gt;
+ *   FAILED &lt;exception class&gt; &lt;message&gt; [CAUSE &lt;class&gt; &lt;message&gt;]
  *   DONE
  * </pre>
  *
@@ -47,7 +47,7 @@ public final class Consume {
         int count = Integer.parseInt(args[4]);
         long seconds = Long.parseLong(args[5]);
         ClientServiceProvider provider = ClientServiceProvider.loadService();
-        ClientConfiguration configuration = ClientConfiguration.newBuilder()
+        ClientConfiguration configuration = Credentials.apply(ClientConfiguration.newBuilder())
             .setEndpoints(endpoint)
             .enableSsl(false)
             .setRequestTimeout(Duration.ofSeconds(10))
@@ -60,7 +60,7 @@ public final class Consume {
                 simple(provider, configuration, topic, group, count, deadline, mode.equals("change"));
             }
         } catch (Exception e) {
-            System.out.println("FAILED " + e.getClass().getSimpleName() + " " + oneLine(e.getMessage()));
+            System.out.println("FAILED " + Failures.describe(e));
         }
         System.out.println("DONE");
         System.out.flush();
@@ -128,9 +128,5 @@ public final class Consume {
 
     private static String body(MessageView view) {
         return StandardCharsets.UTF_8.decode(view.getBody()).toString().replace(' ', '_');
-    }
-
-    private static String oneLine(String text) {
-        return text == null ? "" : text.replace('\n', ' ');
     }
 }

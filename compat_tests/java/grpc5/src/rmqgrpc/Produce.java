@@ -18,8 +18,8 @@ import org.apache.rocketmq.client.apis.producer.SendReceipt;
  * <pre>
  *   STARTED
  *   SENT &lt;index&gt; &lt;message id&gt;
- *   FAILED &lt;index&gt; &lt;exception class&gt; &lt;message&gt;
- *   START_FAILED &lt;exception class&gt; &lt;message&gt;
+ *   FAILED &lt;index&gt; &lt;exception class&gt; &lt;message&gt; [CAUSE &lt;class&gt; &lt;message&gt;]
+ *   START_FAILED &lt;exception class&gt; &lt;message&gt; [CAUSE &lt;class&gt; &lt;message&gt;]
  *   CLOSED
  * </pre>
  *
@@ -36,7 +36,7 @@ public final class Produce {
         int count = Integer.parseInt(args[3]);
         String option = args.length > 4 ? args[4] : "";
         ClientServiceProvider provider = ClientServiceProvider.loadService();
-        ClientConfiguration configuration = ClientConfiguration.newBuilder()
+        ClientConfiguration configuration = Credentials.apply(ClientConfiguration.newBuilder())
             .setEndpoints(endpoint)
             .enableSsl(tls)
             .setRequestTimeout(Duration.ofSeconds(10))
@@ -48,7 +48,7 @@ public final class Produce {
                 .setTopics(topic)
                 .build();
         } catch (ClientException | RuntimeException e) {
-            System.out.println("START_FAILED " + e.getClass().getSimpleName() + " " + oneLine(e.getMessage()));
+            System.out.println("START_FAILED " + Failures.describe(e));
             System.out.flush();
             System.exit(0);
             return;
@@ -72,16 +72,12 @@ public final class Produce {
                 SendReceipt receipt = producer.send(message);
                 System.out.println("SENT " + i + " " + receipt.getMessageId());
             } catch (ClientException | RuntimeException e) {
-                System.out.println("FAILED " + i + " " + e.getClass().getSimpleName() + " " + oneLine(e.getMessage()));
+                System.out.println("FAILED " + i + " " + Failures.describe(e));
             }
         }
         producer.close();
         System.out.println("CLOSED");
         System.out.flush();
         System.exit(0);
-    }
-
-    private static String oneLine(String text) {
-        return text == null ? "" : text.replace('\n', ' ');
     }
 }
