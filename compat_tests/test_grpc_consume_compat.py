@@ -159,24 +159,32 @@ def test_push_consumer_of_an_orderly_group_gets_a_message_group_in_order(consume
     assert bodies(lines, "RECEIVED") == [f"grpc_message_{i}_中文" for i in range(6)]
 
 
+def run_python(
+    target: GrpcTarget, module: str, topic: str, group: str, count: int, seconds: int
+) -> list[str]:
+    """Run a Python 5.x client script (its own process, plaintext) on the target's endpoint; its
+    outcome lines, the first of which must be STARTED."""
+    result = subprocess.run(
+        [sys.executable, "-m", module, target.grpc_addr, topic, group, str(count), str(seconds)],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+        cwd=REPO,
+        env={**os.environ, "HOME": str(target.home)},
+    )
+    lines = [line for line in result.stdout.splitlines() if line.split(" ", 1)[0].isupper()]
+    assert lines[:1] == ["STARTED"], result.stdout + result.stderr[-3000:]
+    return lines
+
+
 def test_python_simple_consumer_receives_and_acks_everything(consume_target: GrpcTarget) -> None:
     """rocketmq-python-client 5.1.2's SimpleConsumer, plaintext, in its own process."""
     topic, group = "GrpcConsumePython", "GrpcPythonGroup"
     create_topic(consume_target, topic)
     create_group(consume_target, group, 16)
     expected = sent_bodies(consume_target, topic, 3)
-    command = [sys.executable, "-m", "compat_tests.grpc_python_consumer", consume_target.grpc_addr]
-    result = subprocess.run(
-        [*command, topic, group, "3", "60"],
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT_S,
-        check=False,
-        cwd=REPO,
-        env={**os.environ, "HOME": str(consume_target.home)},
-    )
-    lines = [line for line in result.stdout.splitlines() if line.split(" ", 1)[0].isupper()]
-    assert lines[:1] == ["STARTED"], result.stdout + result.stderr[-3000:]
+    lines = run_python(consume_target, "compat_tests.grpc_python_consumer", topic, group, 3, 60)
     assert not [line for line in lines if line.startswith("FAILED")], lines
     assert sorted(bodies(lines, "ACKED")) == sorted(expected)
     assert lines[-2:] == ["EMPTY", "DONE"]
@@ -189,18 +197,7 @@ def test_python_push_consumer_gets_everything_and_retries_a_failure(consume_targ
     create_topic(consume_target, topic)
     create_group(consume_target, group, 16)
     expected = sent_bodies(consume_target, topic, 3)
-    command = [sys.executable, "-m", "compat_tests.grpc_python_push_consumer", consume_target.grpc_addr]
-    result = subprocess.run(
-        [*command, topic, group, "3", "90"],
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT_S,
-        check=False,
-        cwd=REPO,
-        env={**os.environ, "HOME": str(consume_target.home)},
-    )
-    lines = [line for line in result.stdout.splitlines() if line.split(" ", 1)[0].isupper()]
-    assert lines[:1] == ["STARTED"], result.stdout + result.stderr[-3000:]
+    lines = run_python(consume_target, "compat_tests.grpc_python_push_consumer", topic, group, 3, 90)
     assert lines[-1] == "DONE"
     received = [line.split() for line in lines if line.startswith("RECEIVED")]
     assert sorted({body for _, body, _, result in received if result == "SUCCESS"}) == sorted(expected), lines
