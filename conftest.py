@@ -12,22 +12,37 @@ from hypothesis import settings
 settings.register_profile("rocketmq-gateway", deadline=None)
 settings.load_profile("rocketmq-gateway")
 
-#: The test files that ran longest in full runs (each several minutes of JVMs, brokers and clients
-#: against two targets), scheduled first: with one file per worker at a time (``--dist loadfile``),
-#: a long file started last runs alone at the end while the other workers idle; started first, the
-#: many short files fill in around it. ``scripts/test`` prints the slowest tests (``--durations``)
-#: to revise this list from.
+#: The test files that ran longest in full runs (minutes of JVMs, brokers and clients against two
+#: targets, or bounded fault loops), scheduled first: with one file per worker at a time
+#: (``--dist loadfile --no-loadscope-reorder`` in ``scripts/test``), a long file started last runs
+#: alone at the end while the other workers idle; started first, the many short files fill in
+#: around it. ``scripts/test`` prints the slowest tests (``--durations``) to revise this list from.
 LONGEST_FIRST = (
+    "test_vip_channel_compat.py",
+    "test_auth_compat.py",
     "test_grpc_consume_compat.py",
     "test_pop_compat.py",
-    "test_auth_compat.py",
-    "test_grpc_compat.py",
-    "test_vip_channel_compat.py",
     "test_admin_compat.py",
-    "test_topic_fidelity_compat.py",
+    "test_grpc_compat.py",
     "test_broker_compat.py",
+    "test_namesrv_compat.py",
+    "test_grpc_auth_compat.py",
+    "test_topic_fidelity_compat.py",
     "test_transaction_compat.py",
+    "test_cluster.py",
+    "test_pop_store_compat.py",
+    "test_grpc_go_compat.py",
     "test_filter_compat.py",
+    "test_tls_compat.py",
+    "test_grpc_cross_compat.py",
+    "test_prometheus_compat.py",
+    "test_spark_compat.py",
+    "test_cold_data_admin_compat.py",
+    "test_wire_fuzz.py",
+    "test_grpc_fuzz.py",
+    "test_kill9.py",
+    "test_pop_kill9.py",
+    "test_flood_compat.py",
 )
 
 
