@@ -51,6 +51,15 @@ CLIENT_VERSION = "5.3.3"
 GRPC_CLIENT_VERSION = "5.0.8"
 
 
+def _shown(path: Path) -> str:
+    """A path as the results file records it: relative to the repository when inside it, so a
+    result committed from one machine names no directory of that machine."""
+    try:
+        return str(path.resolve().relative_to(REPO))
+    except ValueError:
+        return path.name
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.side_by_side", description=__doc__.split("\n\n")[0])
     p.add_argument(
@@ -189,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         "heaps 256 MiB each; gRPC: the Proxy in local mode (broker inside it) beside the NameServer",
         "client": f"rocketmq-client {CLIENT_VERSION} (bench/java driver); gRPC: rocketmq-client-java "
         f"{GRPC_CLIENT_VERSION} (GrpcBench)",
-        "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "options": {k: (_shown(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
     }
     rows: list[dict[str, Any]] = []
     for rnd in range(args.rounds):
