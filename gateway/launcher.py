@@ -177,7 +177,10 @@ async def start_grpc(
         from broker.grpc.service import MessagingService  # protobuf: loaded with the first client
 
         app = broker.broker
-        return MessagingService(broker.controller, port, app.pop.processor, app.auth.checks).methods
+        service = MessagingService(broker.controller, port, app.pop.processor, app.auth.checks, config)
+        if service.consumer is not None:
+            nursery.start_soon(service.consumer.renewer.run)
+        return service.methods
 
     server = GrpcServer(methods, config, context, listeners, tls_mode)
     await nursery.start(server.run)
@@ -219,6 +222,9 @@ def grpc_config_of(props: Mapping[str, str], host: str, port: int | None) -> Grp
         config.grpc_server_port = port
     if not 0 <= config.grpc_server_port <= 65535:
         raise ValueError(f"grpcServerPort {config.grpc_server_port} is outside 0..65535")
+    for name in ("default_invisible_time_mills", "renew_schedule_period_millis"):
+        if getattr(config, name) <= 0:
+            raise ValueError(f"{camel_case(name)}={getattr(config, name)} must be positive")
     return config
 
 

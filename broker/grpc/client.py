@@ -30,6 +30,7 @@ from broker.grpc.common import (
     require_client_id,
     status,
 )
+from broker.grpc.renewal import CUSTOMIZED_RETRY_MS
 from broker.subscription_group_manager import SubscriptionGroupConfig
 from codec.bodies.heartbeat import ConsumerData, SubscriptionData
 from gateway.transport.dispatch import ConnectionInfo, Peer
@@ -45,12 +46,6 @@ PRODUCER_BACKOFF_MULTIPLIER = 2  # grpcClientProducerBackoffMultiplier
 VALIDATE_MESSAGE_TYPE = True  # enableTopicMessageTypeCheck
 CONSUMER_BATCH_SIZE = 32  # grpcClientConsumerLongPollingBatchSize
 CONSUMER_MAX_LONG_POLLING_MS = 20_000  # grpcClientConsumerMaxLongPollingTimeoutMillis
-# CustomizedRetryPolicy's default schedule (ms), the default of a group's retry policy.
-CUSTOMIZED_RETRY_MS = (
-    [1_000, 5_000, 10_000, 30_000]
-    + [m * 60_000 for m in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 30)]
-    + [3_600_000, 7_200_000]
-)
 # Connection ids of gRPC clients in the ClientManager, apart from the remoting connections'.
 GRPC_CONNECTION_IDS = 1 << 48
 
@@ -131,6 +126,12 @@ class ClientActivity:
             base.MergeFrom(settings)
             settings = base
         self.raw_settings[client_id] = settings
+
+    def is_online(self, client_id: str, group: str) -> bool:
+        """``ConsumerManager.findChannel(group, channel) != null`` for the client's channel."""
+        info = self.connections.get(client_id)
+        members = self.broker.clients.consumers.get(group)
+        return info is not None and members is not None and info.id in members.channels
 
     def settings_of(self, client_id: str) -> pb.Settings | None:
         """``getClientSettings``: the stored settings merged with the server's, metrics off."""

@@ -9,9 +9,10 @@ so does this, so a gRPC consumer and a remoting POP consumer of one group share 
 checkpoint and orderly lock.
 
 A receipt handle is the POP ``extraInfo`` of the message with its commit-log offset appended
-(``ReceiptHandle.encode``). The Proxy's server-side renewal of handles for push consumers
-(``DefaultReceiptHandleManager``) is not done: a receive with ``auto_renew`` gets the Proxy's
-default invisible time (60 s) and the client's own change of invisible duration is what extends it.
+(``ReceiptHandle.encode``). A receive with ``auto_renew`` (push consumers) gets the Proxy's default
+invisible time and its handles are renewed here while the client processes the messages
+(:mod:`broker.grpc.renewer`); an ack, a change of invisible time or a forward to the dead letter
+queue of such a message uses the newest handle, whichever one the client names.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from google.protobuf.message import DecodeError
 from broker.controller import BrokerController
 from broker.grpc.common import OK, Call, ClientContext, RequestCheck, StatusError, status, status_of
 from broker.grpc.convert import to_message
+from broker.grpc.renewal import HandleTable, ReceiptHandle, TrackedHandle
+from broker.grpc.renewer import Renewer
 from broker.grpc.route import check_topic
 from broker.pop.pop_filter import pop_message_filter
 from broker.pop.processor import PopProcessor
@@ -36,7 +39,6 @@ from codec.command import RemotingCommand
 from codec.errors import CodecError, RocketMQError
 from codec.extra_info import (
     build_extra_info,
-    parse_extra_info,
     parse_order_count_info,
     parse_start_offset_info,
     real_topic,
@@ -53,6 +55,7 @@ from codec.headers.pop import (
 from codec.message import MessageRecord, iter_records
 from codec.properties import POP_CK, decode_properties
 from gateway.transport.dispatch import ConnectionInfo, RequestContext
+from gateway.transport.grpc.config import GrpcServerConfig
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 from gateway.transport.grpc.status import GrpcError, StatusCode
 
@@ -61,37 +64,10 @@ logger = logging.getLogger(__name__)
 # ProxyConfig defaults.
 MIN_LONG_POLLING_MS = 5_000
 MAX_LONG_POLLING_MS = 20_000
-DEFAULT_INVISIBLE_MS = 60_000
 MIN_INVISIBLE_MS_FOR_RECV = 10_000
 MAX_INVISIBLE_MS = 12 * 3600 * 1000
 MAX_MSG_NUMS_FOR_POP = 32  # ProxyUtils.MAX_MSG_NUMS_FOR_POP_REQUEST
 DEFAULT_MAX_ATTEMPTS = 17  # a consumer without settings: the default group's 16 retries + 1
-
-
-class ReceiptHandle:
-    """``ReceiptHandle.decode``: the POP ``extraInfo`` fields and the commit-log offset."""
-
-    def __init__(self, text: str) -> None:
-        parts = text.split(" ")
-        if len(parts) < 8:
-            raise StatusError(pb.INVALID_RECEIPT_HANDLE, f"Parse failed, dataList size {len(parts)}")
-        try:
-            self.info = parse_extra_info(" ".join(parts[:8]))
-            self.commit_log_offset = int(parts[8]) if len(parts) > 8 else -1
-        except (CodecError, ValueError) as err:
-            raise StatusError(pb.INVALID_RECEIPT_HANDLE, f"receipt handle is malformed: {err}") from None
-        self.text = text
-
-    @property
-    def queue_id(self) -> int:
-        return self.info.queue_id or 0
-
-    @property
-    def offset(self) -> int:
-        return self.info.queue_offset or 0
-
-    def expired(self, now_ms: int) -> bool:
-        return self.info.pop_time + self.info.invisible_time <= now_ms
 
 
 def polling_time(request: pb.ReceiveMessageRequest) -> int:
@@ -110,16 +86,44 @@ class ConsumerActivity:
         pop: PopProcessor,
         settings_of: Callable[[str], pb.Settings | None] | None = None,
         check: RequestCheck | None = None,
+        config: GrpcServerConfig | None = None,
+        online: Callable[[str, str], bool] | None = None,
     ) -> None:
+        """``online(client id, group)``: whether a client is still registered in a group (its
+        renewed handles are cleared when it is not)."""
         self.broker = broker
         self.pop = pop
         self.check = check  # the request pipeline (ReceiveMessage; the unary RPCs get it in unary())
         self.send_back = SendMessageBackProcessor(broker)
         self.settings_of = settings_of
+        self.config = config or GrpcServerConfig()
         self._connections = itertools.count(1 << 46)
+        self.handles = HandleTable()
+        self.renewer = Renewer(
+            self.handles,
+            self.config,
+            self._renew_change,
+            online or (lambda _client, _group: True),
+            self._retry_policy_of,
+            broker.now_ms,
+        )
 
-    def _ctx(self, ctx: ClientContext) -> RequestContext:
-        return RequestContext(ConnectionInfo(next(self._connections), ctx.remote_addr, ""))
+    def _ctx(self, ctx: ClientContext | None) -> RequestContext:
+        remote = ctx.remote_addr if ctx is not None else "127.0.0.1:0"  # None: the endpoint's own call
+        return RequestContext(ConnectionInfo(next(self._connections), remote, ""))
+
+    def _retry_policy_of(self, group: str) -> dict[str, object] | None:
+        config = self.broker.groups.find(group, create=False)
+        return config.group_retry_policy if config is not None else None
+
+    async def _latest(self, ctx: ClientContext, group: str, message_id: str, handle_text: str) -> str:
+        """``removeReceiptHandle``: the newest handle of a renewed message (no longer renewed),
+        else ``handle_text``."""
+        tracked = self.handles.remove(ctx.client_id, group, message_id, handle_text)
+        if tracked is None:
+            return handle_text
+        await self.renewer.settled(tracked)
+        return tracked.current
 
     def _settings(self, ctx: ClientContext) -> pb.Settings | None:
         return self.settings_of(ctx.client_id) if self.settings_of and ctx.client_id else None
@@ -176,8 +180,9 @@ class ConsumerActivity:
         group = request.group.name
         if not group:
             raise StatusError(pb.ILLEGAL_CONSUMER_GROUP, "consumer group cannot be empty")
-        if request.auto_renew:
-            invisible = DEFAULT_INVISIBLE_MS
+        auto_renew = request.auto_renew and self.config.enable_proxy_auto_renew
+        if auto_renew:
+            invisible = self.config.default_invisible_time_mills
         else:
             invisible = request.invisible_duration.ToMilliseconds()
             if not MIN_INVISIBLE_MS_FOR_RECV <= invisible <= MAX_INVISIBLE_MS:
@@ -229,6 +234,12 @@ class ConsumerActivity:
             message = to_message(record, props)
             message.system_properties.receipt_handle = props[POP_CK]
             messages.append(message)
+            if auto_renew:
+                tracked = TrackedHandle(
+                    group, topic, message.system_properties.message_id, props[POP_CK],
+                    record.reconsume_times, self.broker.now_ms(),
+                )  # fmt: skip
+                self.handles.add(ctx.client_id, tracked)
         if not messages:
             return status(pb.MESSAGE_NOT_FOUND, "no match message")
         return messages
@@ -273,7 +284,8 @@ class ConsumerActivity:
         entries = []
         for entry in request.entries:
             try:
-                ok = await self._ack(ctx, ReceiptHandle(entry.receipt_handle), group, topic)
+                text = await self._latest(ctx, group, entry.message_id, entry.receipt_handle)
+                ok = await self._ack(ctx, ReceiptHandle(text), group, topic)
                 result = OK if ok else status(pb.INTERNAL_SERVER_ERROR, "ack failed: status is abnormal")
             except (StatusError, RocketMQError) as err:
                 result = status_of(err)
@@ -291,7 +303,7 @@ class ConsumerActivity:
             overall = status(pb.INTERNAL_SERVER_ERROR, "ack message result is empty")
         return pb.AckMessageResponse(status=overall, entries=entries)
 
-    async def _ack(self, ctx: ClientContext, handle: ReceiptHandle, group: str, topic: str) -> bool:
+    async def _ack(self, ctx: ClientContext | None, handle: ReceiptHandle, group: str, topic: str) -> bool:
         """``ConsumerProcessor.ackMessage``: True when the broker answered SUCCESS."""
         if handle.expired(self.broker.now_ms()):
             raise StatusError(pb.INVALID_RECEIPT_HANDLE, "receipt handle is expired")
@@ -316,10 +328,28 @@ class ConsumerActivity:
     ) -> pb.ChangeInvisibleDurationResponse:
         topic = check_topic(request.topic, self.broker.topics)
         group = request.group.name
-        handle = ReceiptHandle(request.receipt_handle)
+        ReceiptHandle(request.receipt_handle)  # a malformed handle is refused before anything else
         invisible = request.invisible_duration.ToMilliseconds()
         if invisible < 0 or invisible > MAX_INVISIBLE_MS:
             raise StatusError(pb.ILLEGAL_INVISIBLE_TIME, "the invisibleTime is illegal")
+        text = await self._latest(ctx, group, request.message_id, request.receipt_handle)
+        new_handle = await self._change_invisible(ctx, ReceiptHandle(text), group, topic, invisible)
+        if new_handle is None:
+            return pb.ChangeInvisibleDurationResponse(
+                status=status(pb.INTERNAL_SERVER_ERROR, "changeInvisibleDuration failed: status is abnormal")
+            )
+        return pb.ChangeInvisibleDurationResponse(status=OK, receipt_handle=new_handle)
+
+    async def _renew_change(self, tracked: TrackedHandle, invisible: int) -> str | None:
+        return await self._change_invisible(
+            None, ReceiptHandle(tracked.current), tracked.group, tracked.topic, invisible
+        )
+
+    async def _change_invisible(
+        self, ctx: ClientContext | None, handle: ReceiptHandle, group: str, topic: str, invisible: int
+    ) -> str | None:
+        """``ConsumerProcessor.changeInvisibleTime``: the new handle, None when the broker did not
+        answer SUCCESS. Raises StatusError for an expired handle."""
         if handle.expired(self.broker.now_ms()):
             raise StatusError(pb.INVALID_RECEIPT_HANDLE, "receipt handle is expired")
         header = ChangeInvisibleTimeRequestHeader(
@@ -331,19 +361,16 @@ class ConsumerActivity:
             invisible_time=invisible,
         )
         command = RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header)
-        failed = pb.ChangeInvisibleDurationResponse(
-            status=status(pb.INTERNAL_SERVER_ERROR, "changeInvisibleDuration failed: status is abnormal")
-        )
         try:
             response = await self.pop.change_invisible_time(self._ctx(ctx), command, header)
         except (RocketMQError, CodecError):
-            return failed
+            return None
         if response.code != ResponseCode.SUCCESS:
-            return failed
+            return None
         fields = response.ext_fields or {}
         info = handle.info
         # LocalMessageService.changeInvisibleTime: the old handle with the new popTime/invisibleTime.
-        new_handle = " ".join(
+        return " ".join(
             str(v)
             for v in (
                 info.ck_queue_offset,
@@ -357,7 +384,6 @@ class ConsumerActivity:
                 handle.commit_log_offset,
             )
         )
-        return pb.ChangeInvisibleDurationResponse(status=OK, receipt_handle=new_handle)
 
     # -- ForwardMessageToDeadLetterQueue -------------------------------------------------------------
 
@@ -365,8 +391,10 @@ class ConsumerActivity:
         self, ctx: ClientContext, request: pb.ForwardMessageToDeadLetterQueueRequest
     ) -> pb.ForwardMessageToDeadLetterQueueResponse:
         topic = check_topic(request.topic, self.broker.topics)
-        handle = ReceiptHandle(request.receipt_handle)
-        code = await self._forward_to_dlq(ctx, handle, request.message_id, request.group.name, topic)
+        ReceiptHandle(request.receipt_handle)
+        group = request.group.name
+        text = await self._latest(ctx, group, request.message_id, request.receipt_handle)
+        code = await self._forward_to_dlq(ctx, ReceiptHandle(text), request.message_id, group, topic)
         if code == ResponseCode.SUCCESS:
             return pb.ForwardMessageToDeadLetterQueueResponse(status=OK)
         return pb.ForwardMessageToDeadLetterQueueResponse(

@@ -18,6 +18,7 @@ from broker.grpc.route import RouteActivity
 from broker.grpc.send import SendActivity
 from broker.grpc.transaction import TransactionActivity
 from broker.pop.processor import PopProcessor
+from gateway.transport.grpc.config import GrpcServerConfig
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
 SERVICE = "apache.rocketmq.v2.MessagingService"
@@ -36,19 +37,24 @@ class MessagingService:
         grpc_port: int,
         pop: PopProcessor | None = None,
         auth: AuthGuard | None = None,
+        config: GrpcServerConfig | None = None,
     ) -> None:
         """``pop``: the broker's POP processor, which the consuming RPCs hand their work to; without
         it they are answered UNIMPLEMENTED. ``auth``: the broker's authentication and authorization
-        check, run on every request message as the Proxy's request pipeline (None: both off)."""
+        check, run on every request message as the Proxy's request pipeline (None: both off).
+        ``config``: the endpoint's settings (the renewal of receipt handles); the consumer's
+        ``renewer.run`` must be started by whoever runs the service."""
         self.check = grpc_auth(auth)
         self.route = RouteActivity(broker, grpc_port)
         self.clients = ClientActivity(broker, check=self.check)
         self.transactions = TransactionActivity(broker, self.clients.sessions)
         self.clients.peer_for = self.transactions.peer_for
         self.send = SendActivity(broker, self.transactions)
-        self.consumer = (
-            ConsumerActivity(broker, pop, self.clients.settings_of, self.check) if pop is not None else None
-        )
+        self.consumer = None
+        if pop is not None:
+            self.consumer = ConsumerActivity(
+                broker, pop, self.clients.settings_of, self.check, config, self.clients.is_online
+            )
 
     @property
     def methods(self) -> dict[str, Handler]:

@@ -31,10 +31,10 @@ R = TypeVar("R", bound=ProtoMessage)
 
 
 @asynccontextmanager
-async def endpoint(root: Path) -> AsyncIterator[tuple[Any, Any, int]]:
-    """(broker app, remoting connection, gRPC port)."""
+async def endpoint(root: Path, **config: Any) -> AsyncIterator[tuple[Any, Any, int]]:
+    """(broker app, remoting connection, gRPC port); ``config``: GrpcServerConfig fields."""
     async with running(root) as (app, conn), trio.open_nursery() as nursery:
-        server = await start_grpc(nursery, app, GrpcServerConfig(grpc_server_port=0))
+        server = await start_grpc(nursery, app, GrpcServerConfig(grpc_server_port=0, **config))
         yield app, conn, server.port
         await server.shutdown()
         nursery.cancel_scope.cancel()

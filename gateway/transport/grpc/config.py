@@ -25,3 +25,11 @@ class GrpcServerConfig:
     tls_key_path: str | None = None
     handshake_timeout_s: float = 10.0  # first bytes and TLS handshake of a new connection
     shutdown_grace_s: float = 2.0  # calls in flight may finish for this long after shutdown
+    # The renewal of push consumers' receipt handles (DefaultReceiptHandleManager).
+    enable_proxy_auto_renew: bool = True
+    default_invisible_time_mills: int = 60_000  # a receive with auto_renew takes this
+    renew_ahead_time_millis: int = 10_000  # renewed when visible again within this
+    renew_schedule_period_millis: int = 5_000  # how often the handles are scanned
+    renew_max_time_millis: int = 3 * 3600 * 1000  # then the message goes back with the group's delay
+    max_renew_retry_times: int = 3  # failed renewals in a row before one is given up
+    invisible_time_millis_when_clear: int = 1_000  # a gone client's messages come back after this

@@ -23,6 +23,7 @@ import org.apache.rocketmq.client.apis.message.MessageView;
  *   RECEIVED &lt;body&gt; &lt;delivery attempt&gt;   a message handed to the application
  *   ACKED &lt;body&gt;                          SimpleConsumer: its ack succeeded
  *   CHANGED &lt;body&gt;                        SimpleConsumer: invisible duration set to 1 s
+ *   PROCESSED &lt;body&gt;                      pushslow: the listener returns SUCCESS after holding it
  *   EMPTY                                 SimpleConsumer: a receive found nothing more
  *   FAILED &lt;exception class&gt; &lt;message&gt; [CAUSE &lt;class&gt; &lt;message&gt;]
  *   DONE
@@ -31,9 +32,10 @@ import org.apache.rocketmq.client.apis.message.MessageView;
  * Usage: Consume ENDPOINT MODE TOPIC GROUP COUNT SECONDS, MODE one of simple (receive and ack
  * COUNT messages, then one more receive), change (receive one, make it visible again in 1 s, receive
  * it again and ack), push (PushConsumer, SUCCESS for every message) and pushfail (PushConsumer,
- * FAILURE for every message). push runs until COUNT messages were seen, pushfail until a message's
- * delivery attempt COUNT was seen (then 3 s for its forward to the dead letter queue); both at most
- * SECONDS.
+ * FAILURE for every message) and pushslow (PushConsumer holding the first delivery of each message
+ * COUNT seconds before SUCCESS; runs until one was processed, then 5 s more for a redelivery to
+ * show). push runs until COUNT messages were seen, pushfail until a message's delivery attempt COUNT
+ * was seen (then 3 s for its forward to the dead letter queue); all at most SECONDS.
  */
 public final class Consume {
     private Consume() {
@@ -54,7 +56,9 @@ public final class Consume {
             .build();
         long deadline = System.currentTimeMillis() + seconds * 1000;
         try {
-            if (mode.startsWith("push")) {
+            if (mode.equals("pushslow")) {
+                pushSlow(provider, configuration, topic, group, count, deadline);
+            } else if (mode.startsWith("push")) {
                 push(provider, configuration, topic, group, count, deadline, mode.equals("pushfail"));
             } else {
                 simple(provider, configuration, topic, group, count, deadline, mode.equals("change"));
@@ -123,6 +127,38 @@ public final class Consume {
             // the client forwards the message to the dead letter queue after its last attempt
             Thread.sleep(3000);
         }
+        consumer.close();
+    }
+
+    private static void pushSlow(ClientServiceProvider provider, ClientConfiguration configuration, String topic,
+        String group, int holdSeconds, long deadline) throws Exception {
+        Set<String> seen = ConcurrentHashMap.newKeySet();
+        AtomicInteger processed = new AtomicInteger();
+        PushConsumer consumer = provider.newPushConsumerBuilder()
+            .setClientConfiguration(configuration)
+            .setConsumerGroup(group)
+            .setSubscriptionExpressions(Collections.singletonMap(topic, FilterExpression.SUB_ALL))
+            .setMessageListener(view -> {
+                String body = body(view);
+                System.out.println("RECEIVED " + body + " " + view.getDeliveryAttempt());
+                System.out.flush();
+                if (seen.add(body)) {
+                    try {
+                        Thread.sleep(holdSeconds * 1000L);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                    System.out.println("PROCESSED " + body);
+                    System.out.flush();
+                    processed.incrementAndGet();
+                }
+                return ConsumeResult.SUCCESS;
+            })
+            .build();
+        while (processed.get() == 0 && System.currentTimeMillis() < deadline) {
+            Thread.sleep(100);
+        }
+        Thread.sleep(Math.max(0, Math.min(5000, deadline - System.currentTimeMillis())));
         consumer.close();
     }
 
