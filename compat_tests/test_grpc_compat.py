@@ -469,3 +469,40 @@ def test_raw_calls_answer_as_the_proxy(grpc_target: GrpcTarget) -> None:
     assert out["empty_send"] == pb.MESSAGE_CORRUPTED
     assert out["no_message_id"] == pb.ILLEGAL_MESSAGE_ID
     assert out["unknown_method"] == "UNIMPLEMENTED"
+
+
+def test_several_messages_in_one_send_are_one_batch(grpc_target: GrpcTarget) -> None:
+    """A SendMessage of three messages (no 5.x client sends one; grpcio does) is one batch, as
+    ``LocalMessageService`` sends it: one result entry with a new id, three records in one queue
+    at consecutive offsets, each with its own body and the first message's properties (the
+    header's, which the broker appends to every inner message's)."""
+    topic = "GrpcBatch"
+    create_topic(grpc_target, topic)
+    messages = []
+    for i in range(3):
+        system = pb.SystemProperties(message_id=f"BATCH{i:04d}", tag=f"tag{i}", keys=[f"key{i}"])
+        system.born_timestamp.FromMilliseconds(int(time.time() * 1000))
+        messages.append(
+            pb.Message(topic=pb.Resource(name=topic), body=f"batch-{i}".encode(), system_properties=system)
+        )
+    metadata = [("x-mq-client-id", "raw-batch-1"), ("x-mq-language", "JAVA"), ("x-mq-protocol", "v2")]
+    with grpc.insecure_channel(grpc_target.grpc_addr) as channel:
+        rpc = channel.unary_unary(
+            "/apache.rocketmq.v2.MessagingService/SendMessage",
+            request_serializer=lambda m: m.SerializeToString(),
+            response_deserializer=pb.SendMessageResponse.FromString,
+        )
+        answer = rpc(pb.SendMessageRequest(messages=messages), metadata=metadata, timeout=30)
+    records = [r for queue in stored(grpc_target, topic).values() for r in queue]
+    props = [decode_properties(r.properties) for r in records]
+    assert answer.status.code == pb.OK, answer
+    assert len(answer.entries) == 1
+    entry = answer.entries[0]
+    assert entry.status.code == pb.OK
+    assert entry.message_id not in {m.system_properties.message_id for m in messages}
+    assert int(entry.message_id, 16) > 0  # MessageClientIDSetter's hex (IPv4 or IPv6 based)
+    assert entry.transaction_id == "BATCH0000"  # the broker's: the header's UNIQ_KEY
+    assert [r.body for r in records] == [b"batch-0", b"batch-1", b"batch-2"]
+    assert len({r.queue_id for r in records}) == 1
+    assert [r.queue_offset for r in records] == [entry.offset, entry.offset + 1, entry.offset + 2]
+    assert [(p["UNIQ_KEY"], p["TAGS"], p["KEYS"]) for p in props] == [("BATCH0000", "tag0", "key0")] * 3

@@ -4,7 +4,10 @@ Mirrors ``SendMessageActivity`` (validation, the protobuf message to RocketMQ pr
 queue choice, the answer per message), ``ProducerProcessor.sendMessage`` (the topic message type
 check) and ``LocalMessageService.sendMessage``, which in local mode hands a SEND_MESSAGE command to
 the broker's ``SendMessageProcessor``: so does this, so stored records are exactly a remoting
-send's. Several messages in one request are sent one by one (the Proxy sends them as one batch).
+send's. Several messages in one request go as one batch, as ``LocalMessageService`` sends them:
+a SEND_MESSAGE with ``batch`` set whose header carries the first message's properties (so, as on
+the Proxy, the broker appends them to every inner message's: the first message's tag, keys and
+id win), answered with one entry whose id is a new one of the batch's.
 RecallMessage (``RecallMessageActivity``) hands RECALL_MESSAGE to the broker's processor likewise.
 """
 
@@ -23,6 +26,7 @@ from broker.processors.recall import RecallMessageProcessor
 from broker.processors.send import SendMessageProcessor
 from broker.timer.service import TIMER_DELIVER_MS
 from broker.topic_config_manager import DEFAULT_TOPIC, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+from codec.batch import BatchEntry, encode_batch
 from codec.bodies.register import PERM_WRITE
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
@@ -31,7 +35,7 @@ from codec.hashing import java_string_hash
 from codec.headers.recall import RecallMessageRequestHeader
 from codec.headers.send import SendMessageRequestHeader
 from codec.message import MessageSysFlag
-from codec.message_id import decode_offset_msg_id
+from codec.message_id import UniqIdGenerator, decode_offset_msg_id
 from codec.properties import (
     CHECK_IMMUNITY_TIME_IN_SECONDS,
     DELAY,
@@ -143,6 +147,7 @@ class SendActivity:
         self.recaller = RecallMessageProcessor(broker)
         self._round_robin: dict[str, itertools.count[int]] = collections.defaultdict(itertools.count)
         self._connections = itertools.count(1 << 47)
+        self._batch_ids = UniqIdGenerator()  # MessageClientIDSetter.setUniqID(msgBatch)
 
     def _queue_id(self, request: pb.SendMessageRequest, topic: str, write_queues: int) -> int:
         """``SendMessageQueueSelector``: a single message's group hashes to a queue, else round robin."""
@@ -188,9 +193,10 @@ class SendActivity:
             sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
         queue_id = self._queue_id(request, name, topic.write_queue_nums if topic.perm & PERM_WRITE else 0)
         connection = RequestContext(ConnectionInfo(next(self._connections), ctx.remote_addr, ""))
-        entries = []
-        for message, props in zip(request.messages, all_props, strict=True):
-            entries.append(await self._send_one(connection, name, queue_id, sys_flag, message, props))
+        if len(request.messages) > 1:
+            entries = [await self._send_batch(connection, name, queue_id, sys_flag, request, all_props)]
+        else:
+            entries = [await self._send_one(connection, name, queue_id, sys_flag, first, all_props[0])]
         codes = {entry.status.code for entry in entries}
         overall = (
             OK if codes == {pb.OK} else status(pb.MULTIPLE_RESULTS) if len(codes) > 1 else entries[0].status
@@ -218,7 +224,43 @@ class SendActivity:
             properties=encode_properties(props),
             reconsume_times=message.system_properties.delivery_attempt,
         )
-        command = RemotingCommand.request(RequestCode.SEND_MESSAGE, header, body=message.body)
+        return await self._send(ctx, header, message.body, props[UNIQ_KEY])
+
+    async def _send_batch(
+        self,
+        ctx: RequestContext,
+        topic: str,
+        queue_id: int,
+        sys_flag: int,
+        request: pb.SendMessageRequest,
+        all_props: list[dict[str, str]],
+    ) -> pb.SendResultEntry:
+        """``LocalMessageService.sendMessage`` of several messages (``MessageBatch``)."""
+        first = all_props[0]
+        pairs = zip(request.messages, all_props, strict=True)
+        body = encode_batch([BatchEntry(0, m.body, encode_properties(p)) for m, p in pairs])
+        born = first.get(BORN_TIMESTAMP, "")
+        header = SendMessageRequestHeader(
+            producer_group=topic,
+            topic=topic,
+            default_topic=DEFAULT_TOPIC,
+            default_topic_queue_nums=DEFAULT_TOPIC_QUEUE_NUMS,
+            queue_id=queue_id,
+            sys_flag=sys_flag,
+            born_timestamp=int(born) if born.isdigit() else self.broker.now_ms(),
+            flag=0,
+            properties=encode_properties(first),
+            reconsume_times=0,
+            batch=True,
+        )
+        return await self._send(ctx, header, body, self._batch_ids.next_id())
+
+    async def _send(
+        self, ctx: RequestContext, header: SendMessageRequestHeader, body: bytes, message_id: str
+    ) -> pb.SendResultEntry:
+        """The SEND_MESSAGE through the broker's processor, and its answer as a result entry."""
+        topic, sys_flag = header.topic, header.sys_flag or 0
+        command = RemotingCommand.request(RequestCode.SEND_MESSAGE, header, body=body)
         answer = self.processor.send(ctx, command, header)
         response = await answer if inspect.isawaitable(answer) else answer
         code = _PUT_STATUS.get(response.code)
@@ -229,14 +271,15 @@ class SendActivity:
             return pb.SendResultEntry(status=status(code, f"send message failed, sendStatus={response.code}"))
         fields = response.ext_fields or {}
         transaction_id = fields.get("transactionId", "")
-        if sys_flag & MessageSysFlag.TRANSACTION_PREPARED_TYPE and transaction_id and self.transactions:
+        prepared = sys_flag & MessageSysFlag.TRANSACTION_PREPARED_TYPE and transaction_id
+        if prepared and self.transactions and "," not in fields.get("msgId", ""):  # not a batch
             # ProducerProcessor.fillTransactionData: where the half message is, for the end.
             _host, _port, commit_log_offset = decode_offset_msg_id(fields.get("msgId", ""))
             data = TransactionData(int(fields.get("queueOffset", "0")), commit_log_offset)
             self.transactions.remember(topic, transaction_id, data)
         return pb.SendResultEntry(
             status=OK,
-            message_id=props[UNIQ_KEY],
+            message_id=message_id,
             transaction_id=transaction_id,
             offset=int(fields.get("queueOffset", "0")),
             recall_handle=fields.get("recallHandle", ""),
