@@ -3,10 +3,14 @@ the real Apache RocketMQ 5.3.3 broker, both started with authentication and auth
 
 * ``mqadmin`` (5.3.3 tools) signs with ``conf/tools.yml`` (the super user made from
   ``initAuthenticationUser``), creates and updates users and ACLs, and reads them back;
-* a producer and a push consumer of the 5.3.3 Java client signing with ``AclClientRPCHook`` and
-  the right credentials send and receive;
+* a producer and a push consumer of the 4.9.8 and the 5.3.3 Java clients signing with
+  ``AclClientRPCHook`` (4.9.8 keeps it in the separate ``rocketmq-acl`` jar) and the right
+  credentials send and receive;
 * a wrong secret, an unknown user, no credentials, a disabled user, and a user whose ACL denies
-  Sub on the topic are refused with the same response code and remark on both brokers.
+  Sub on the topic are refused with the same response code and remark on both brokers, from
+  both client lines;
+* a query by unique key, whose ``_UNIQUE_KEY_QUERY`` ext field is signed by clients above
+  V4_9_3 (4.9.8 and 5.3.3 both), passes the signature check on both brokers.
 """
 
 from __future__ import annotations
@@ -26,7 +30,6 @@ from compat_tests.targets import Target, start_target
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
-LINE = CLIENT_LINES[-1]  # the 5.3.3 client: its jar carries AclClientRPCHook
 PROGRAM = "rmqcompat.AuthScenario"
 ROOT, ROOT_SECRET = "rocketmq", "12345678"
 TOPIC = "AuthTopic"
@@ -158,9 +161,11 @@ def admin(auth_target: Target, home: Path) -> Admin:
     return tool
 
 
-def java(target: Target, home: Path, command: str, **args: str | int) -> list[Event]:
-    """One run of ``rmqcompat.AuthScenario`` with the 5.3.3 client; its events."""
-    return run_program(PROGRAM, LINE, command, target.namesrv_addr, home, 60, dict(args))
+def java(
+    target: Target, home: Path, command: str, line: str = CLIENT_LINES[-1], **args: str | int
+) -> list[Event]:
+    """One run of ``rmqcompat.AuthScenario`` with the Java client of ``line``; its events."""
+    return run_program(PROGRAM, line, command, target.namesrv_addr, home, 60, dict(args))
 
 
 def only(events: list[Event], name: str) -> Event:
@@ -199,13 +204,30 @@ def test_admin_tool_manages_users_and_acls(admin: Admin) -> None:
         assert TRANSCRIPTS["gateway"] == TRANSCRIPTS["reference"]
 
 
-def test_good_credentials_send_and_consume(auth_target: Target, home: Path, admin: Admin) -> None:
-    sent = java(auth_target, home, "produce", topic=TOPIC, count=SENT, ak="alice", sk="alice-pw")
+@pytest.mark.parametrize("line", CLIENT_LINES)
+def test_good_credentials_send_and_consume(auth_target: Target, home: Path, admin: Admin, line: str) -> None:
+    sent = java(auth_target, home, "produce", line, topic=TOPIC, count=SENT, ak="alice", sk="alice-pw")
     assert [e["status"] for e in sent if e.get("event") == "sent"] == ["SEND_OK"] * SENT, sent
     consumed = java(
-        auth_target, home, "consume", topic=TOPIC, group="aliceGroup", expect=SENT, ak="alice", sk="alice-pw"
+        auth_target,
+        home,
+        "consume",
+        line,
+        topic=TOPIC,
+        group="aliceGroup",
+        expect=SENT,
+        ak="alice",
+        sk="alice-pw",
     )
     assert only(consumed, "consumed")["count"] >= SENT
+
+
+@pytest.mark.parametrize("line", CLIENT_LINES)
+def test_query_by_unique_key_carries_a_signed_flag(
+    auth_target: Target, home: Path, admin: Admin, line: str
+) -> None:
+    events = java(auth_target, home, "query", line, topic=TOPIC, ak="alice", sk="alice-pw")
+    assert only(events, "queried")["same_body"] is True, events
 
 
 @pytest.mark.parametrize(
@@ -228,10 +250,11 @@ def test_good_credentials_send_and_consume(auth_target: Target, home: Path, admi
     ],
     ids=["wrong-secret", "unknown-user", "unsigned", "disabled-user", "denied-sub", "no-group-acl"],
 )
+@pytest.mark.parametrize("line", CLIENT_LINES)
 def test_refusals_have_the_real_brokers_code_and_remark(
-    auth_target: Target, home: Path, admin: Admin, command: str, args: dict[str, str], remark: str
+    auth_target: Target, home: Path, admin: Admin, command: str, args: dict[str, str], remark: str, line: str
 ) -> None:
-    events = java(auth_target, home, command, topic=TOPIC, count=1, **args)
+    events = java(auth_target, home, command, line, topic=TOPIC, count=1, **args)
     failure = only(events, f"{'send' if command == 'produce' else command}-failed")
     assert (failure["code"], failure["remark"]) == (16, remark)
 
