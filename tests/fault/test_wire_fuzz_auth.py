@@ -45,9 +45,10 @@ AUTH_CONF = {
 }
 FUZZ_EXAMPLES = int(os.environ.get("FAULT_AUTH_FUZZ_EXAMPLES", "1000"))  # connections
 LIVENESS_EVERY = 50
-#: What a forged request may get: the refusal, or, for a request code no processor serves, the
-#: answer that says so (nothing is served either way).
-REFUSALS = {ResponseCode.NO_PERMISSION, ResponseCode.REQUEST_CODE_NOT_SUPPORTED}
+#: What a forged request may get, whatever its code: the refusal. As on the Java broker, whose
+#: default processor puts every code through the request pipeline, a code no processor serves is
+#: refused for its credentials before it could be answered REQUEST_CODE_NOT_SUPPORTED.
+REFUSALS = {ResponseCode.NO_PERMISSION}
 RSS_CEILING_BYTES = 512 * 1024 * 1024
 FLOOD = 5000  # sends signed with a wrong secret
 FLOOD_CPU_CEILING_US = 5000.0  # per refused request; measured 30-40 µs on a busy 2-core machine
