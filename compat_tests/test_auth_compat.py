@@ -10,7 +10,10 @@ the real Apache RocketMQ 5.3.3 broker, both started with authentication and auth
   Sub on the topic are refused with the same response code and remark on both brokers, from
   both client lines;
 * a query by unique key, whose ``_UNIQUE_KEY_QUERY`` ext field is signed by clients above
-  V4_9_3 (4.9.8 and 5.3.3 both), passes the signature check on both brokers.
+  V4_9_3 (4.9.8 and 5.3.3 both), passes the signature check on both brokers;
+* a request code no processor serves, on the broker's port and its VIP port, is refused for its
+  credentials before it is answered as not supported (the broker's default processor puts every
+  code through the request pipeline).
 """
 
 from __future__ import annotations
@@ -23,10 +26,12 @@ from pathlib import Path
 import pytest
 
 from broker.auth.config import LOCAL_AUTHN_METADATA, LOCAL_AUTHZ_METADATA
+from broker.auth.signature import sign_request
 from compat_tests.helpers import TARGETS
 from compat_tests.reference import REFERENCE_LIB, run_mqadmin, write_tools_yml
 from compat_tests.scenario import CLIENT_LINES, Event, run_program
 from compat_tests.targets import Target, start_target
+from compat_tests.test_vip_channel_compat import raw_request
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
@@ -267,3 +272,28 @@ def test_of_a_literal_and_a_prefix_entry_the_later_one_decides(
     one first, so the pull is allowed on both brokers (not "Deny wins")."""
     events = java(auth_target, home, "pull", topic=TOPIC, group="erinGroup", ak="erin", sk="erin-pw")
     assert only(events, "pulled")["count"] >= 0, events
+
+
+@pytest.mark.parametrize(
+    ("port_offset", "code"),
+    [(0, 902), (0, 9999), (-2, 902), (-2, 11)],
+    ids=["902", "9999", "vip-902", "vip-pull"],
+)
+def test_a_code_no_processor_serves_is_refused_for_its_credentials_first(
+    auth_target: Target, admin: Admin, port_offset: int, code: int
+) -> None:
+    """Hand-built frames to the broker's port and its VIP port (port - 2, where 11 PULL_MESSAGE
+    has no processor): unsigned or badly signed, the refusal; signed, "not supported"."""
+    host, port = admin.broker_addr.rsplit(":", 1)
+    answers = []
+    for secret in (None, "not-the-secret", ROOT_SECRET):
+        fields = {"x": "1"}
+        if secret is not None:
+            sign_request(fields, None, ROOT, secret)
+        answer = raw_request((host, int(port) + port_offset), code, fields)
+        answers.append((answer["code"], answer.get("remark")))
+    assert answers == [
+        (16, "username cannot be null."),
+        (16, "check signature failed."),
+        (3, f" request type {code} not supported"),
+    ]
