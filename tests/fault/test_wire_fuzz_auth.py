@@ -1,8 +1,9 @@
 """The wire fuzzer against a broker with authentication and authorization on
 (``authenticationEnabled`` / ``authorizationEnabled``, the local metadata providers, the super user
-``rocketmq`` from ``initAuthenticationUser``): forged requests (:mod:`tests.fault.auth_fuzz`) get
-only the refusal, change nothing (no topic created, no message stored), and the gateway keeps
-serving signed clients within a memory ceiling, with no traceback in its log.
+``rocketmq`` from ``initAuthenticationUser``): forged requests
+(:func:`tests.fault.wire_fuzz.forged_frame`) get only the refusal, change nothing (no topic
+created, no message stored), and the gateway keeps serving signed clients within a memory
+ceiling, with no traceback in its log.
 
 Bounded: ``FAULT_AUTH_FUZZ_EXAMPLES`` connections of 20 to 80 frames, then a flood of
 ``FLOOD`` sends signed with a wrong secret on one connection, whose server CPU per request is
@@ -28,11 +29,11 @@ from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.frame import encode_frame
 from codec.message import MESSAGE_MAGIC_CODE_V1, MESSAGE_MAGIC_CODE_V2
-from tests.fault.auth_fuzz import ROOT, exchange, forged_connection, forged_frame
 from tests.fault.helpers import send_command
 from tests.fault.process import GatewayProcess
 from tests.fault.test_wire_fuzz import STORE_CONF
 from tests.fault.wire import BlockingClient
+from tests.fault.wire_fuzz import ROOT, exchange, forged_connection, forged_frame
 
 ROOT_SECRET = "12345678"
 AUTH_CONF = {
