@@ -6,7 +6,8 @@ main server except those that hold a request waiting for messages: pull, lite pu
 notification and polling info. Clients with ``vipChannelEnabled`` (``MixAll.brokerVIPChannel``)
 and rocketmq-dashboard send their broker-bound calls there. On the fast server an unregistered
 code falls through to ``AdminBrokerProcessor``'s default, ``REQUEST_CODE_NOT_SUPPORTED`` with
-" request type N not supported", which is what :class:`VipDispatcher` answers for those codes.
+" request type N not supported", which is what :class:`VipDispatcher` answers for those codes,
+after the ACL guard (the fast server runs the same request pipeline before any processor).
 
 The VIP dispatcher hands every other request to the main dispatcher, so both ports share one set
 of processors, one ACL guard and one set of request statistics.
@@ -49,6 +50,9 @@ class VipDispatcher(Dispatcher):
         if request.code not in NOT_ON_VIP_CHANNEL:
             return self.main.dispatch_nowait(ctx, request)
         self.refused += 1
+        refusal = self.main.guard_refusal(ctx, request)
+        if refusal is not None:
+            return None if request.is_oneway else refusal
         self._log_unsupported(ctx, request.code)
         response = request.make_response(
             ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"

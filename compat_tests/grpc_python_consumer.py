@@ -7,19 +7,26 @@ Prints one line per outcome, as ``rmqgrpc.Consume`` does: ``STARTED``, ``RECEIVE
 ``EMPTY`` (one more receive found nothing), ``FAILED <error>``, ``START_FAILED <error>``,
 ``DONE``; spaces in bodies are written as ``_``.
 
-    python -m compat_tests.grpc_python_consumer ENDPOINT TOPIC GROUP COUNT SECONDS
+    RMQ_ACCESS_KEY=ak RMQ_SECRET_KEY=sk \
+        python -m compat_tests.grpc_python_consumer ENDPOINT TOPIC GROUP COUNT SECONDS
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
 from rocketmq import ClientConfiguration, Credentials, FilterExpression, SimpleConsumer
 
 
+def credentials() -> Credentials:
+    """``SessionCredentials`` from ``RMQ_ACCESS_KEY`` / ``RMQ_SECRET_KEY`` (none when unset)."""
+    return Credentials(os.environ.get("RMQ_ACCESS_KEY", ""), os.environ.get("RMQ_SECRET_KEY", ""))
+
+
 def main(endpoint: str, topic: str, group: str, count: int, seconds: float) -> None:
-    configuration = ClientConfiguration(endpoint, Credentials(), request_timeout=10)
+    configuration = ClientConfiguration(endpoint, credentials(), request_timeout=10)
     consumer = SimpleConsumer(configuration, group, {topic: FilterExpression()}, await_duration=5)
     try:
         consumer.startup()

@@ -5,18 +5,24 @@ generated apache.rocketmq.v2 classes, which cannot share a protobuf descriptor p
 Prints one line per outcome, as ``rmqgrpc.Produce`` does: ``STARTED``, ``SENT <index> <message
 id>``, ``FAILED <index> <error>``, ``START_FAILED <error>``, ``CLOSED``.
 
-    python -m compat_tests.grpc_python_producer ENDPOINT TOPIC COUNT
+    RMQ_ACCESS_KEY=ak RMQ_SECRET_KEY=sk python -m compat_tests.grpc_python_producer ENDPOINT TOPIC COUNT
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 from rocketmq import ClientConfiguration, Credentials, Message, Producer
 
 
+def credentials() -> Credentials:
+    """``SessionCredentials`` from ``RMQ_ACCESS_KEY`` / ``RMQ_SECRET_KEY`` (none when unset)."""
+    return Credentials(os.environ.get("RMQ_ACCESS_KEY", ""), os.environ.get("RMQ_SECRET_KEY", ""))
+
+
 def main(endpoint: str, topic: str, count: int) -> None:
-    configuration = ClientConfiguration(endpoint, Credentials(), request_timeout=10)
+    configuration = ClientConfiguration(endpoint, credentials(), request_timeout=10)
     producer = Producer(configuration, (topic,))  # plaintext: the client's TLS trusts only system roots
     try:
         producer.startup()

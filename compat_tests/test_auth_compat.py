@@ -3,10 +3,17 @@ the real Apache RocketMQ 5.3.3 broker, both started with authentication and auth
 
 * ``mqadmin`` (5.3.3 tools) signs with ``conf/tools.yml`` (the super user made from
   ``initAuthenticationUser``), creates and updates users and ACLs, and reads them back;
-* a producer and a push consumer of the 5.3.3 Java client signing with ``AclClientRPCHook`` and
-  the right credentials send and receive;
+* a producer and a push consumer of the 4.9.8 and the 5.3.3 Java clients signing with
+  ``AclClientRPCHook`` (4.9.8 keeps it in the separate ``rocketmq-acl`` jar) and the right
+  credentials send and receive;
 * a wrong secret, an unknown user, no credentials, a disabled user, and a user whose ACL denies
-  Sub on the topic are refused with the same response code and remark on both brokers.
+  Sub on the topic are refused with the same response code and remark on both brokers, from
+  both client lines;
+* a query by unique key, whose ``_UNIQUE_KEY_QUERY`` ext field is signed by clients above
+  V4_9_3 (4.9.8 and 5.3.3 both), passes the signature check on both brokers;
+* a request code no processor serves, on the broker's port and its VIP port, is refused for its
+  credentials before it is answered as not supported (the broker's default processor puts every
+  code through the request pipeline).
 """
 
 from __future__ import annotations
@@ -19,14 +26,15 @@ from pathlib import Path
 import pytest
 
 from broker.auth.config import LOCAL_AUTHN_METADATA, LOCAL_AUTHZ_METADATA
+from broker.auth.signature import sign_request
 from compat_tests.helpers import TARGETS
 from compat_tests.reference import REFERENCE_LIB, run_mqadmin, write_tools_yml
 from compat_tests.scenario import CLIENT_LINES, Event, run_program
 from compat_tests.targets import Target, start_target
+from compat_tests.test_vip_channel_compat import raw_request
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
-LINE = CLIENT_LINES[-1]  # the 5.3.3 client: its jar carries AclClientRPCHook
 PROGRAM = "rmqcompat.AuthScenario"
 ROOT, ROOT_SECRET = "rocketmq", "12345678"
 TOPIC = "AuthTopic"
@@ -158,9 +166,11 @@ def admin(auth_target: Target, home: Path) -> Admin:
     return tool
 
 
-def java(target: Target, home: Path, command: str, **args: str | int) -> list[Event]:
-    """One run of ``rmqcompat.AuthScenario`` with the 5.3.3 client; its events."""
-    return run_program(PROGRAM, LINE, command, target.namesrv_addr, home, 60, dict(args))
+def java(
+    target: Target, home: Path, command: str, line: str = CLIENT_LINES[-1], **args: str | int
+) -> list[Event]:
+    """One run of ``rmqcompat.AuthScenario`` with the Java client of ``line``; its events."""
+    return run_program(PROGRAM, line, command, target.namesrv_addr, home, 60, dict(args))
 
 
 def only(events: list[Event], name: str) -> Event:
@@ -199,13 +209,30 @@ def test_admin_tool_manages_users_and_acls(admin: Admin) -> None:
         assert TRANSCRIPTS["gateway"] == TRANSCRIPTS["reference"]
 
 
-def test_good_credentials_send_and_consume(auth_target: Target, home: Path, admin: Admin) -> None:
-    sent = java(auth_target, home, "produce", topic=TOPIC, count=SENT, ak="alice", sk="alice-pw")
+@pytest.mark.parametrize("line", CLIENT_LINES)
+def test_good_credentials_send_and_consume(auth_target: Target, home: Path, admin: Admin, line: str) -> None:
+    sent = java(auth_target, home, "produce", line, topic=TOPIC, count=SENT, ak="alice", sk="alice-pw")
     assert [e["status"] for e in sent if e.get("event") == "sent"] == ["SEND_OK"] * SENT, sent
     consumed = java(
-        auth_target, home, "consume", topic=TOPIC, group="aliceGroup", expect=SENT, ak="alice", sk="alice-pw"
+        auth_target,
+        home,
+        "consume",
+        line,
+        topic=TOPIC,
+        group="aliceGroup",
+        expect=SENT,
+        ak="alice",
+        sk="alice-pw",
     )
     assert only(consumed, "consumed")["count"] >= SENT
+
+
+@pytest.mark.parametrize("line", CLIENT_LINES)
+def test_query_by_unique_key_carries_a_signed_flag(
+    auth_target: Target, home: Path, admin: Admin, line: str
+) -> None:
+    events = java(auth_target, home, "query", line, topic=TOPIC, ak="alice", sk="alice-pw")
+    assert only(events, "queried")["same_body"] is True, events
 
 
 @pytest.mark.parametrize(
@@ -228,10 +255,11 @@ def test_good_credentials_send_and_consume(auth_target: Target, home: Path, admi
     ],
     ids=["wrong-secret", "unknown-user", "unsigned", "disabled-user", "denied-sub", "no-group-acl"],
 )
+@pytest.mark.parametrize("line", CLIENT_LINES)
 def test_refusals_have_the_real_brokers_code_and_remark(
-    auth_target: Target, home: Path, admin: Admin, command: str, args: dict[str, str], remark: str
+    auth_target: Target, home: Path, admin: Admin, command: str, args: dict[str, str], remark: str, line: str
 ) -> None:
-    events = java(auth_target, home, command, topic=TOPIC, count=1, **args)
+    events = java(auth_target, home, command, line, topic=TOPIC, count=1, **args)
     failure = only(events, f"{'send' if command == 'produce' else command}-failed")
     assert (failure["code"], failure["remark"]) == (16, remark)
 
@@ -244,3 +272,28 @@ def test_of_a_literal_and_a_prefix_entry_the_later_one_decides(
     one first, so the pull is allowed on both brokers (not "Deny wins")."""
     events = java(auth_target, home, "pull", topic=TOPIC, group="erinGroup", ak="erin", sk="erin-pw")
     assert only(events, "pulled")["count"] >= 0, events
+
+
+@pytest.mark.parametrize(
+    ("port_offset", "code"),
+    [(0, 902), (0, 9999), (-2, 902), (-2, 11)],
+    ids=["902", "9999", "vip-902", "vip-pull"],
+)
+def test_a_code_no_processor_serves_is_refused_for_its_credentials_first(
+    auth_target: Target, admin: Admin, port_offset: int, code: int
+) -> None:
+    """Hand-built frames to the broker's port and its VIP port (port - 2, where 11 PULL_MESSAGE
+    has no processor): unsigned or badly signed, the refusal; signed, "not supported"."""
+    host, port = admin.broker_addr.rsplit(":", 1)
+    answers = []
+    for secret in (None, "not-the-secret", ROOT_SECRET):
+        fields = {"x": "1"}
+        if secret is not None:
+            sign_request(fields, None, ROOT, secret)
+        answer = raw_request((host, int(port) + port_offset), code, fields)
+        answers.append((answer["code"], answer.get("remark")))
+    assert answers == [
+        (16, "username cannot be null."),
+        (16, "check signature failed."),
+        (3, f" request type {code} not supported"),
+    ]

@@ -8,12 +8,20 @@ the super user, its ``Admin`` and ``SETUP``): alice may Pub and Sub on the topic
 ``rmqgrpc.Produce`` and ``rmqgrpc.Consume`` given the credentials as system properties
 (``rmqgrpc.Credentials``). A refusal is what the client reports: the exception class and the
 status code and message the endpoint answered, which must be the same on both targets.
+
+The unmodified rocketmq-python-client 5.1.2 (``compat_tests/grpc_python_producer`` and
+``grpc_python_consumer``, plaintext) signs with ``Credentials(ak, sk)`` the same way: good
+credentials send and receive; with a wrong secret nothing is sent or received, and both report
+the same.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 
@@ -21,7 +29,15 @@ import pytest
 
 from compat_tests.reference import REFERENCE_LIB, topic_route
 from compat_tests.test_auth_compat import AUTH_CONF, ROOT, ROOT_SECRET, SETUP, TOPIC, Admin
-from compat_tests.test_grpc_compat import GRPC_CLIENT, GrpcTarget, _start_ours, _start_real, run_java
+from compat_tests.test_grpc_compat import (
+    GRPC_CLIENT,
+    REPO,
+    RUN_TIMEOUT_S,
+    GrpcTarget,
+    _start_ours,
+    _start_real,
+    run_java,
+)
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
@@ -152,3 +168,59 @@ def test_consumer_refusals_are_reported_as_by_the_proxy(
     lines = consume(auth_grpc_target, user, secret, group, 1)
     failed = FAILED_TO_START.format(service="SimpleConsumerImpl-0", cause=cause)
     assert lines == [f"FAILED {failed}", "DONE"], lines
+
+
+PYTHON_RUNS: dict[tuple[str, str], list[str]] = {}  # (scenario, target) -> the lines it printed
+
+
+def python_client(target: GrpcTarget, module: str, user: str, secret: str, *args: str) -> list[str]:
+    """One run of the unmodified rocketmq-python-client 5.1.2 (``compat_tests/grpc_python_*``),
+    plaintext, signing with ``Credentials(ak, sk)``; the outcome lines it printed."""
+    result = subprocess.run(
+        [sys.executable, "-m", f"compat_tests.grpc_python_{module}", target.grpc_addr, TOPIC, *args],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+        cwd=REPO,
+        env={**os.environ, "HOME": str(target.home), "RMQ_ACCESS_KEY": user, "RMQ_SECRET_KEY": secret},
+    )
+    lines = [line for line in result.stdout.splitlines() if line.split(" ", 1)[0].isupper()]
+    assert lines, result.stdout + result.stderr[-3000:]
+    return [REQUEST_ID.sub("request-id=ID", line) for line in lines]
+
+
+def same_on_both(scenario: str, target: GrpcTarget, lines: list[str]) -> None:
+    """Record what this target printed; once both targets ran, they must have printed the same
+    (a line repeated in a row counted once: how many retries fit before the deadline is timing)."""
+    PYTHON_RUNS[scenario, target.name] = [
+        line for i, line in enumerate(lines) if i == 0 or line != lines[i - 1]
+    ]
+    runs = {name: got for (seen, name), got in PYTHON_RUNS.items() if seen == scenario}
+    if len(runs) == 2:
+        assert runs["ours"] == runs["real"], runs
+
+
+def test_python_client_with_good_credentials_sends_and_receives(
+    auth_grpc_target: GrpcTarget, admin: Admin
+) -> None:
+    sent = python_client(auth_grpc_target, "producer", "alice", "alice-pw", str(SENT))
+    assert sent[0] == "STARTED", sent
+    assert [line.split()[0] for line in sent[1:]] == ["SENT"] * SENT + ["CLOSED"], sent
+    # the Java consumer of the test above acked what was sent before: these five are new to the group
+    received = python_client(auth_grpc_target, "consumer", "alice", "alice-pw", "aliceGroup", str(SENT), "60")
+    assert received[0] == "STARTED", received
+    assert received[-1] == "DONE", received
+    assert len([line for line in received if line.startswith("ACKED ")]) >= SENT, received
+
+
+@pytest.mark.parametrize("module", ["producer", "consumer"])
+def test_python_client_with_a_wrong_secret_fails_as_on_the_proxy(
+    auth_grpc_target: GrpcTarget, admin: Admin, module: str
+) -> None:
+    args = ("1",) if module == "producer" else ("aliceGroup", "1", "20")
+    lines = python_client(auth_grpc_target, module, "alice", "wrong", *args)
+    # the Python client may start and fail its first route lookup instead: nothing gets through
+    assert not [line for line in lines if line.split()[0] in ("SENT", "RECEIVED", "ACKED")], lines
+    assert "START_FAILED" in lines[0] or any(line.startswith("FAILED") for line in lines), lines
+    same_on_both(f"wrong-secret-{module}", auth_grpc_target, lines)

@@ -1,5 +1,5 @@
-"""TLS on the remoting ports in ``tls.server.mode`` permissive and enforcing, against our gateway
-AND the real 5.3.3 NameServer and broker, with the unmodified Java clients.
+"""TLS on the remoting ports in ``tls.server.mode`` disabled, permissive and enforcing, against our
+gateway AND the real 5.3.3 NameServer and broker, with the unmodified Java clients.
 
 Each target runs with ``-Dtls.server.mode=<mode>`` (a JVM system property for the real servers,
 the same ``-D`` flag on ``rmq-gateway``); under enforcing, each broker registers with its
@@ -11,6 +11,12 @@ sees the same failure from both targets: its route lookup fails on the NameServe
 which the NameServer closed on the client's first frame, logging it
 (``NettyRemotingServer.TlsModeHandler``). Our broker alone (``rmq-gateway broker``) registers with
 the real NameServer in enforcing mode when given ``-Dtls.enable=true``.
+
+In disabled mode a plaintext client is served and a TLS client gets nothing: both servers read
+its ClientHello as a frame and drop the connection, so its sends fail on both. Under permissive
+and enforcing the broker's VIP port (``listenPort - 2``) speaks TLS as its main port does: a TLS
+client with ``setVipChannelEnabled(true)`` (every send goes to port - 2) sends and consumes (a
+plaintext one when disabled).
 """
 
 from __future__ import annotations
@@ -40,7 +46,8 @@ from gateway.transport.tls_config import TlsSystemConfig, client_context
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
-MODES = ("permissive", "enforcing")
+MODES = ("disabled", "permissive", "enforcing")
+TLS_MODES = MODES[1:]
 TLS_CLIENT = ("tls.enable=true", "tls.test.mode.enable=true")
 COUNT = 10
 REFUSED_STEP_S = 30.0  # a plaintext client against an enforcing server: its sends fail fast
@@ -81,6 +88,9 @@ def _run(
 def test_tls_client_sends_and_consumes(tls_target: tuple[Target, str], tmp_path: Path, line: str) -> None:
     target, mode = tls_target
     topic, group = f"Tls{mode}{short(line)}", f"tls{mode}{short(line)}"
+    if mode == "disabled":
+        _assert_refused(target, tmp_path, line, True, topic)
+        return
     sent = of(_run(target, tmp_path, line, "produce", True, topic=topic, count=COUNT), "sent")
     assert len(sent) == COUNT
     events = _run(target, tmp_path, line, "consume", True, group=group, topic=topic, expect=COUNT)
@@ -93,28 +103,12 @@ def test_plaintext_client_served_only_when_permissive(tls_target: tuple[Target, 
     target, mode = tls_target
     line = CLIENT_LINES[-1]
     topic, group = f"Plain{mode}", f"plain{mode}"
-    if mode == "permissive":
+    if mode in ("disabled", "permissive"):
         sent = of(produce(target, tmp_path, line, topic=topic, count=COUNT), "sent")
         received = of(consume(target, tmp_path, line, group=group, topic=topic, expect=COUNT), "received")
         assert {r["msgId"] for r in received} == {s["msgId"] for s in sent}
         return
-    try:
-        events = _run(
-            target,
-            tmp_path,
-            line,
-            "produce",
-            False,
-            REFUSED_STEP_S,
-            topic=topic,
-            count=1,
-            send_timeout_ms=3000,
-        )
-    except ScenarioError as err:
-        events = err.events
-    assert not of(events, "sent")
-    errors = [e["error"] for e in of(events, "send_error") + of(events, "error")]
-    assert errors, events
+    errors = _assert_refused(target, tmp_path, line, False, topic)
     # The route lookup at the producer's start fails on the NameServer's channel: the server
     # closed it on the client's first frame, so the request fails at once
     # (NettyRemotingAbstract.failFast: RemotingSendRequestException), or, when the close reaches
@@ -127,6 +121,38 @@ def test_plaintext_client_served_only_when_permissive(tls_target: tuple[Target, 
         f"send request to {channel} failed" in errors[0] or f"on the channel {channel} timeout" in errors[0]
     )
     assert _refusal_logged(target), "the NameServer did not log the plaintext connection it closed"
+
+
+def _assert_refused(target: Target, home: Path, line: str, tls: bool, topic: str) -> list[str]:
+    """A producer whose one send must fail: the errors it reported."""
+    try:
+        events = _run(
+            target, home, line, "produce", tls, REFUSED_STEP_S, topic=topic, count=1, send_timeout_ms=3000
+        )
+    except ScenarioError as err:
+        events = err.events
+    assert not of(events, "sent")
+    errors: list[str] = [e["error"] for e in of(events, "send_error") + of(events, "error")]
+    assert errors, events
+    return errors
+
+
+@pytest.mark.parametrize("line", CLIENT_LINES)
+def test_the_vip_port_speaks_the_main_ports_protocol(
+    tls_target: tuple[Target, str], tmp_path: Path, line: str
+) -> None:
+    """VIP channel on: TLS clients under permissive and enforcing, plaintext ones when disabled."""
+    target, mode = tls_target
+    tls = mode in TLS_MODES
+    topic, group = f"Vip{mode}{short(line)}", f"vip{mode}{short(line)}"
+    sent = of(
+        _run(target, tmp_path, line, "produce", tls, topic=topic, count=COUNT, vip_channel=True), "sent"
+    )
+    assert len(sent) == COUNT
+    events = _run(
+        target, tmp_path, line, "consume", tls, group=group, topic=topic, expect=COUNT, vip_channel=True
+    )
+    assert {r["msgId"] for r in of(events, "received")} == {s["msgId"] for s in sent}
 
 
 def _refusal_logged(target: Target) -> bool:

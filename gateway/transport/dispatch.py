@@ -10,7 +10,11 @@ no event loop to run a synchronous handler. Mirrors ``NettyRemotingAbstract.proc
 * any other exception becomes ``SYSTEM_ERROR`` with the exception as remark, and is logged;
 * a oneway request never gets a response, not even an error;
 * a ``guard`` (the broker's authentication and authorization, Java's ``RequestPipeline``) runs
-  before the header is decoded and the handler called; what it raises is answered as above.
+  before the header is decoded and the handler called; what it raises is answered as above. It
+  runs for an unknown code too, before the ``REQUEST_CODE_NOT_SUPPORTED`` answer: the broker
+  registers ``AdminBrokerProcessor`` as its default processor, so on the Java broker every code
+  reaches ``buildProcessRequestHandler`` and its pipeline, and an unsigned request is refused
+  whatever its code.
 
 Handlers are ``handler(ctx, request, header)`` where ``header`` is the request's typed header
 when the route names a header type, else ``None``. They may be plain functions (returning the
@@ -142,6 +146,9 @@ class Dispatcher:
         start = time.perf_counter() if self.observers else 0.0
         route = self._routes.get(request.code)
         if route is None:
+            refusal = self.guard_refusal(ctx, request)
+            if refusal is not None:
+                return self._done(request, refusal, start)
             self._log_unsupported(ctx, request.code)
             response = request.make_response(
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
@@ -158,6 +165,16 @@ class Dispatcher:
         if not is_async and (result is None or isinstance(result, RemotingCommand)):
             return self._done(request, result, start)
         return self._finish(ctx, request, typing.cast(Awaitable[HandlerResult], result), start)
+
+    def guard_refusal(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
+        """The guard's refusal of ``request``, or ``None`` when it passes (or there is no guard)."""
+        if self.guard is None:
+            return None
+        try:
+            self.guard(ctx, request)
+        except Exception as err:
+            return self._error_response(ctx, request, err)
+        return None
 
     async def _finish(
         self, ctx: RequestContext, request: RemotingCommand, waiting: Awaitable[HandlerResult], start: float

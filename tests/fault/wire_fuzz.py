@@ -6,6 +6,11 @@ A frame is one of: a well-formed request whose code is a real one of the NameSer
 beyond Java's int/long ranges, junk text, system topic names, long strings) and whose body is
 random or large; the same with the ROCKETMQ binary header; random bytes; or a frame whose length
 words lie (negative, beyond the 16 MiB frame limit, a header longer than the frame).
+
+For a broker with authentication on, :func:`forged_frame` makes the requests look signed: no
+signature, a made-up one, an unknown access key, or the super user's access key signed with a
+wrong secret (``AclClientRPCHook``'s fields, :mod:`broker.auth.signature`); none may be served.
+:func:`exchange` sends frames and decodes the answers.
 """
 
 from __future__ import annotations
@@ -19,9 +24,11 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from broker.auth.signature import ACCESS_KEY, SIGNATURE, sign_request
 from codec.codes import RequestCode, SerializeType
 from codec.command import RemotingCommand
-from codec.frame import MAX_FRAME_SIZE, encode_frame
+from codec.errors import CodecError
+from codec.frame import MAX_FRAME_SIZE, FrameDecoder, decode_frame, encode_frame
 from codec.headers import admin, client, namesrv, pop, pull, query, send, transaction
 from codec.headers.base import CustomHeader
 from gateway.transport.address import split_address
@@ -229,3 +236,59 @@ def throw(address: str, frames: list[bytes], drain_s: float = 1.0) -> int:
                 break
             received += len(data)
     return received
+
+
+ROOT = "rocketmq"  # the super user of the fuzzed broker (initAuthenticationUser)
+UNSIGNED, MADE_UP, UNKNOWN_KEY, WRONG_SECRET = range(4)
+
+
+def forged_frame(recipe: tuple[int, int, int], forgery: int) -> bytes:
+    """The fuzzer's request of ``recipe`` carrying the credentials of ``forgery``."""
+    _builder, code, seed = recipe
+    rng = random.Random(seed)
+    cmd = decode_frame(memoryview(request_frame(rng, code))[4:])
+    fields = dict(cmd.ext_fields or {})
+    fields.pop(ACCESS_KEY, None)
+    fields.pop(SIGNATURE, None)
+    if forgery == MADE_UP:
+        fields[ACCESS_KEY] = ROOT
+        fields[SIGNATURE] = rng.choice(("", "x", "AAAA", rng.randbytes(20).hex()))
+    elif forgery == UNKNOWN_KEY:
+        sign_request(fields, cmd.body, f"ghost{rng.randrange(100)}", "12345678")
+    elif forgery == WRONG_SECRET:
+        sign_request(fields, cmd.body, ROOT, rng.choice(("", "1234567", "123456789", "x" * 64)))
+    cmd.ext_fields = fields
+    return encode_frame(cmd)
+
+
+#: One connection: 20 to 80 forged requests, each (recipe, forgery).
+forged_connection = st.lists(st.tuples(request_recipe, st.integers(0, 3)), min_size=20, max_size=80)
+
+
+def exchange(address: str, frames: list[bytes], drain_s: float = 1.0) -> list[RemotingCommand]:
+    """Send ``frames`` on one connection, half-close, and decode what comes back until the server
+    closes or ``drain_s`` passes without a byte."""
+    host, port = split_address(address)
+    decoder = FrameDecoder()
+    answers: list[RemotingCommand] = []
+    with socket.create_connection((host, port), timeout=5) as sock:
+        try:
+            sock.sendall(b"".join(frames))
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            return answers
+        deadline = time.monotonic() + drain_s
+        while (remaining := deadline - time.monotonic()) > 0:
+            sock.settimeout(remaining)
+            try:
+                data = sock.recv(1 << 16)
+            except (TimeoutError, OSError):
+                break
+            if not data:
+                break
+            deadline = time.monotonic() + drain_s
+            try:
+                answers.extend(decoder.feed(data))
+            except CodecError:
+                break
+    return answers

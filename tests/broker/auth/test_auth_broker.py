@@ -21,6 +21,7 @@ from gateway.transport.client import connect
 from gateway.transport.config import ServerConfig
 from gateway.transport.connection import Connection
 from tests.broker.helpers import send_request
+from tests.broker.test_vip_channel import vip_address
 from tests.helpers import broker_config
 
 ROOT_SECRET = "r00t-s3cret-value"
@@ -263,3 +264,25 @@ async def test_the_check_runs_before_the_header_is_read(tmp_path: Path) -> None:
         )
         response = await conn.invoke(signed_bad, 5)
         assert response.code == ResponseCode.SYSTEM_ERROR
+
+
+async def test_an_unknown_code_is_checked_before_it_is_found_unsupported(tmp_path: Path) -> None:
+    # The Java broker's default processor (AdminBrokerProcessor) makes every code pass through the
+    # request pipeline: an unsigned or badly signed request is refused whatever its code, on the
+    # main and the VIP port alike; only a signed one learns that the code is not supported.
+    async with auth_broker(tmp_path) as (app, conn), connect(vip_address(app)) as vip:
+        for channel, code in ((conn, 902), (conn, 9999), (vip, 902), (vip, RequestCode.PULL_MESSAGE)):
+            unsigned = await channel.invoke(RemotingCommand(code=code, ext_fields={"x": "1"}), 5)
+            assert (unsigned.code, unsigned.remark) == (
+                ResponseCode.NO_PERMISSION,
+                "username cannot be null.",
+            )
+            bad = signed(RemotingCommand(code=code, ext_fields={"x": "1"}), "root", "not-the-secret")
+            refused = await channel.invoke(bad, 5)
+            assert (refused.code, refused.remark) == (ResponseCode.NO_PERMISSION, "check signature failed.")
+            good = signed(RemotingCommand(code=code, ext_fields={"x": "1"}), "root", ROOT_SECRET)
+            answer = await channel.invoke(good, 5)
+            assert (answer.code, answer.remark) == (
+                ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                f" request type {code} not supported",
+            )

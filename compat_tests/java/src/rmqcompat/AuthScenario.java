@@ -5,6 +5,7 @@ import static rmqcompat.Run.*;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -21,6 +22,7 @@ import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
 import org.apache.rocketmq.remoting.RPCHook;
 
@@ -36,6 +38,10 @@ import org.apache.rocketmq.remoting.RPCHook;
  * "pulled" event with the total, or one "pull-failed" event with the code and remark.</li>
  * <li>{@code consume topic= group= expect=}: a push consumer until expect= messages arrived; one
  * "consumed" event with the count.</li>
+ * <li>{@code query topic=}: sends one message, then looks it up by its unique key
+ * ({@code queryMessageByUniqKey}, whose request carries the {@code _UNIQUE_KEY_QUERY} ext field
+ * the hook signs from 4.9.4 on), retrying until the broker's index has it; one "queried" event
+ * with whether the body came back, or one "query-failed" event.</li>
  * </ul>
  */
 final class AuthScenario {
@@ -58,6 +64,9 @@ final class AuthScenario {
                 break;
             case "consume":
                 consume();
+                break;
+            case "query":
+                query();
                 break;
             default:
                 throw new IllegalArgumentException("unknown command " + command);
@@ -122,6 +131,38 @@ final class AuthScenario {
                     return;
                 }
             }
+        } finally {
+            producer.shutdown();
+        }
+    }
+
+    static void query() throws Exception {
+        String topic = require("topic");
+        DefaultMQProducer producer = new DefaultMQProducer(args.getOrDefault("group", "auth_producer"), hook());
+        producer.setNamesrvAddr(require("namesrv"));
+        producer.setVipChannelEnabled(false);
+        producer.setInstanceName(instance("query"));
+        producer.setSendMsgTimeout(15000);
+        producer.start();
+        try {
+            byte[] body = "auth-query".getBytes(StandardCharsets.UTF_8);
+            String id = producer.send(new Message(topic, "TagQ", body)).getMsgId();
+            Exception last = null;
+            while (remainingMs() > 0) {
+                try {
+                    MessageExt found = producer.getDefaultMQProducerImpl().queryMessageByUniqKey(topic, id);
+                    if (found != null) {
+                        Map<String, Object> ev = event("queried");
+                        ev.put("same_body", Arrays.equals(found.getBody(), body));
+                        emit(ev);
+                        return;
+                    }
+                } catch (MQClientException e) {
+                    last = e; // not indexed yet, or refused: the last failure is reported
+                }
+                Thread.sleep(200);
+            }
+            failed("query-failed", last == null ? new IllegalStateException("not found") : last);
         } finally {
             producer.shutdown();
         }
