@@ -4,11 +4,14 @@ message per request, a chosen queue), keeping what each send result says."""
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 
 from codec.codes import RequestCode, ResponseCode
 from codec.headers.admin import CreateTopicRequestHeader
+from codec.headers.base import EmptyHeader
+from codec.headers.client import UpdateConsumerOffsetRequestHeader
 from codec.headers.send import SendMessageRequestHeaderV2, SendMessageResponseHeader
 from codec.message_id import UniqIdGenerator
 from codec.properties import encode_properties
@@ -73,3 +76,17 @@ def send(
     assert response.code == ResponseCode.SUCCESS, f"send failed: {response.code} {response.remark}"
     h = response.header(SendMessageResponseHeader)
     return Sent(topic, h.queue_id, h.queue_offset, h.msg_id, uniq, body, tags, keys, born)
+
+
+def commit_offset(broker_addr: str, group: str, topic: str, queue_id: int, offset: int) -> None:
+    """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (the broker refuses offsets of unknown groups), then
+    UPDATE_CONSUMER_OFFSET as a consumer's offset store persists it."""
+    header = UpdateConsumerOffsetRequestHeader(
+        consumer_group=group, topic=topic, queue_id=queue_id, commit_offset=offset
+    )
+    config = json.dumps({"groupName": group, "consumeEnable": True, "consumeBroadcastEnable": True}).encode()
+    with Connection(broker_addr) as conn:
+        created = conn.call(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, EmptyHeader(), config)
+        assert created.code == ResponseCode.SUCCESS, created.remark
+        response = conn.call(RequestCode.UPDATE_CONSUMER_OFFSET, header)
+    assert response.code == ResponseCode.SUCCESS, response.remark

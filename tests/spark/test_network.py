@@ -13,10 +13,11 @@ from gateway.testing.inprocess import InProcessGateway
 from spark.network import QueueRange, parse_network_options, split_ranges
 from spark.options import OptionError
 from spark.remote import Connection, QueueRoute
-from tests.spark.netdata import Sent, create_topic, send, wait_route
+from tests.spark.netdata import Sent, commit_offset, create_topic, send, wait_route
 
 TOPIC_A, TOPIC_B = "SparkNetA", "SparkNetB"
 TAGS = ("red", "green", "blue")
+GROUP = "spark_net_group"
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +42,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, lis
                 for i in range(20, 30)
             ]
             sent += [send(conn, broker, TOPIC_B, 0, f"b-{i}".encode(), None, f"kb{i}") for i in range(5)]
+        commit_offset(gateway.broker_addr, GROUP, TOPIC_A, 0, 4)
+        commit_offset(gateway.broker_addr, GROUP, TOPIC_A, 1, 15)
         yield gateway.namesrv_addr, sent, middle
 
 
@@ -163,3 +166,13 @@ def test_offsets_json() -> None:
     )
     assert opts.starting == {"T": {"broker-a:0": 12}}
     assert opts.ending == "latest"
+
+
+def test_consumer_offsets_and_lag(session: SparkSession, cluster: tuple[str, list[Sent], int]) -> None:
+    reader = session.read.format("rocketmq.offsets").option("namesrvAddr", cluster[0])
+    rows = reader.option("groups", GROUP).option("topics", f"{TOPIC_A},{TOPIC_B}").load().collect()
+    got = sorted(tuple(r) for r in rows)
+    assert got == [
+        ("broker-a", GROUP, TOPIC_A, 0, 4, 15, 11),
+        ("broker-a", GROUP, TOPIC_A, 1, 15, 15, 0),
+    ]  # TOPIC_B: the group has no offset there, so no row (as consumerProgress lists none)
