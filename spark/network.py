@@ -23,6 +23,7 @@ option                   default     meaning
 ``includeBody``          true        false: ``body`` is null
 ``timeoutMs``            10000       per request to a NameServer or broker
 ``pushFilters``          false       take ``tags = x`` / ``tags IN (...)`` from Spark into the pull
+``maxMessagesPerTrigger`` none       streaming: messages per micro-batch (:mod:`spark.netstream`)
 =======================  ==========  ===========================================================
 
 Per-queue JSON names a queue ``"<brokerName>:<queueId>"`` under its topic, with ``-2`` for earliest
@@ -45,7 +46,7 @@ EARLIEST, LATEST = -2, -1  # Kafka's sentinel offsets in the per-queue JSON
 DEFAULT_MAX_ROWS_PER_PARTITION = 100_000
 NAMES = (
     "namesrvAddr", "topics", "startingOffsets", "endingOffsets", "startingTimestamp", "endingTimestamp",
-    "tags", "maxRowsPerPartition", "includeBody", "timeoutMs", "pushFilters",
+    "tags", "maxRowsPerPartition", "includeBody", "timeoutMs", "pushFilters", "maxMessagesPerTrigger",
 )  # fmt: skip
 _SPELLING = {name.lower(): name for name in NAMES}  # option keys arrive lower-cased: messages use these
 KNOWN = frozenset(_SPELLING)
@@ -64,6 +65,7 @@ class NetworkOptions:
     include_body: bool
     timeout_s: float
     push_filters: bool
+    max_per_trigger: int | None  # streaming only
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,7 @@ def parse_network_options(raw: Any) -> NetworkOptions:
         include_body=_flag(options, "includebody", True),
         timeout_s=timeout_ms / 1000,
         push_filters=_flag(options, "pushfilters", False),
+        max_per_trigger=_number(options, "maxmessagespertrigger", None),
     )
 
 

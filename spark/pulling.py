@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,6 +36,15 @@ logger = logging.getLogger(__name__)
 
 BATCH_ROWS = 4096  # rows per Arrow batch
 MAX_STALLS = 16  # answers in a row that move no offset forward before the read gives up
+PULL_ATTEMPTS = 4  # failed pulls in a row (broker down, timeout) before the read fails
+PULL_PAUSE_S = 1.0  # between them; the retry reconnects and pulls the same offset again
+
+
+def arrow_schema(schema: Any) -> pa.Schema:
+    """The Arrow schema Spark checks our batches against (``to_arrow_schema`` with UTC timestamps)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema, timezone="UTC")
 
 
 def pull_records(
@@ -44,9 +54,23 @@ def pull_records(
     q = r.route
     offset = r.start
     stalls = 0
-    with Connection(q.addr, timeout_s) as conn:
+    failures = 0
+    conn: Connection | None = None
+    try:
         while offset < r.end:
-            result = pull(conn, q, offset, min(PULL_BATCH, r.end - offset), subscription)
+            try:
+                conn = conn or Connection(q.addr, timeout_s)
+                result = pull(conn, q, offset, min(PULL_BATCH, r.end - offset), subscription)
+                failures = 0
+            except RemoteError:
+                failures += 1
+                if conn is not None:
+                    conn.close()
+                    conn = None
+                if failures >= PULL_ATTEMPTS:
+                    raise
+                time.sleep(PULL_PAUSE_S)
+                continue
             if result.code == ResponseCode.SUCCESS:
                 for record in result.records:
                     if offset <= record.queue_offset < r.end and _tag_matches(record, tags):
@@ -68,6 +92,9 @@ def pull_records(
                     f"rocketmq: {q.addr} answers pulls of {q.topic} {q.broker}:{q.queue_id} at offset "
                     f"{offset} without moving on (code {result.code})"
                 )
+    finally:
+        if conn is not None:
+            conn.close()
 
 
 def _tag_matches(record: MessageRecord, tags: frozenset[str] | None) -> bool:

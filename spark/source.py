@@ -61,6 +61,7 @@ from spark.network import (
     subscription,
 )
 from spark.options import OptionError, ScanOptions, parse_options
+from spark.pulling import arrow_schema as arrow_schema  # file mode uses it too; tests import it here
 from spark.pulling import read_queue_range
 from spark.scan import Range, plan_ranges, read_range
 
@@ -78,13 +79,6 @@ MESSAGE_SCHEMA = StructType(
     ]
 )  # fmt: skip
 _TIME_SLACK = timedelta(days=1)  # pushed timestamp literals may be in the session time zone
-
-
-def arrow_schema(schema: StructType) -> pa.Schema:
-    """The Arrow schema Spark checks our batches against (``to_arrow_schema`` with UTC timestamps)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return to_arrow_schema(schema, timezone="UTC")
 
 
 class RangePartition(InputPartition):
@@ -307,6 +301,11 @@ class RocketMQDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         try:
+            if is_network(self.options):
+                from spark.netstream import NetworkStreamReader
+
+                network = parse_network_options(self.options)
+                return NetworkStreamReader(network, schema, network.max_per_trigger)
             paths, options = self._setup()
         except (StoreReadError, OptionError) as err:
             raise err.with_traceback(None) from None
