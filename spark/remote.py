@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import socket
+import time
 from dataclasses import dataclass
 
 from codec.bodies.route import TopicRouteData
@@ -97,9 +98,15 @@ class Connection:
         """Send one request and return its response; raises :class:`RemoteError`."""
         opaque = next(self._opaques)
         request = RemotingCommand.request(code, header, opaque=opaque, body=body)
+        deadline = time.monotonic() + self.timeout_s
         try:
+            self._sock.settimeout(self.timeout_s)
             self._sock.sendall(encode_frame(request))
             while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                self._sock.settimeout(left)
                 for response in self._decoder.feed(self._receive()):
                     if response.is_response and response.opaque == opaque:
                         return response

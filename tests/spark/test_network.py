@@ -3,6 +3,7 @@ planner and option parsing without a server."""
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Iterator
 
@@ -12,7 +13,7 @@ from pyspark.sql import SparkSession
 from gateway.testing.inprocess import InProcessGateway
 from spark.network import QueueRange, parse_network_options, split_ranges
 from spark.options import OptionError
-from spark.remote import Connection, QueueRoute
+from spark.remote import Connection, QueueRoute, RemoteError, min_offset
 from tests.spark.netdata import Sent, commit_offset, create_topic, send, wait_route
 
 TOPIC_A, TOPIC_B = "SparkNetA", "SparkNetB"
@@ -176,3 +177,18 @@ def test_consumer_offsets_and_lag(session: SparkSession, cluster: tuple[str, lis
         ("broker-a", GROUP, TOPIC_A, 0, 4, 15, 11),
         ("broker-a", GROUP, TOPIC_A, 1, 15, 15, 0),
     ]  # TOPIC_B: the group has no offset there, so no row (as consumerProgress lists none)
+
+
+def test_a_server_that_never_answers_times_out() -> None:
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        addr = f"127.0.0.1:{silent.getsockname()[1]}"
+        route = QueueRoute("T", "b", addr, 0)
+        began = time.monotonic()
+        with (
+            Connection(addr, timeout_s=0.5) as conn,
+            pytest.raises(RemoteError, match=r"did not answer within 0\.5 s"),
+        ):
+            min_offset(conn, route)
+        assert time.monotonic() - began < 5
