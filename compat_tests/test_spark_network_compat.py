@@ -99,3 +99,15 @@ def test_offsets_show_the_consumer_caught_up(
     per_queue = {q: sum(1 for e in sent if e["queueId"] == q) for q in {e["queueId"] for e in sent}}
     got = {r.queue_id: (r.consumer_offset, r.max_offset, r.lag) for r in rows}
     assert got == {q: (n, n, 0) for q, n in per_queue.items()}
+
+
+def test_timestamps_resolved_by_the_broker(session: SparkSession, target: Target, sent: list[Event]) -> None:
+    """SEARCH_OFFSET_BY_TIMESTAMP per queue: from the first message stored at or after T, and up to it."""
+    base = session.read.format("rocketmq").option("namesrvAddr", target.namesrv_addr).option("topics", TOPIC)
+    stored = [(r.uniq_key, int(r.store_timestamp.timestamp() * 1000)) for r in base.load().collect()]
+    moment = sorted(ms for _, ms in stored)[len(stored) // 2]
+    later = {k for k, ms in stored if ms >= moment}
+    assert {row[0] for row in _rows(session, target, startingTimestamp=str(moment))} == later
+    assert {row[0] for row in _rows(session, target, endingTimestamp=str(moment))} == {
+        k for k, _ in stored
+    } - later
