@@ -192,3 +192,12 @@ def test_a_server_that_never_answers_times_out() -> None:
         ):
             min_offset(conn, route)
         assert time.monotonic() - began < 5
+
+
+def test_tag_filter_from_spark(session: SparkSession, cluster: tuple[str, list[Sent], int]) -> None:
+    namesrv, sent, _ = cluster
+    reader = session.read.format("rocketmq").option("namesrvAddr", namesrv).option("topics", TOPIC_A)
+    df = reader.option("pushFilters", "true").load().where("tags IN ('red', 'green')")
+    got = sorted((r.queue_id, r.queue_offset, r.tags) for r in df.collect())
+    wanted = [s for s in sent if s.topic == TOPIC_A and s.tags in ("red", "green")]
+    assert got == sorted((s.queue_id, s.queue_offset, s.tags) for s in wanted)
