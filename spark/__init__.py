@@ -2,7 +2,8 @@
 
 ``spark.register(session)`` registers ``format("rocketmq")`` (messages, batch and streaming,
 :mod:`spark.source`) and ``format("rocketmq.offsets")`` (consumer offsets and lag,
-:mod:`spark.offsets`). Reading is read-only and needs no broker: see ``docs/spark.md``.
+:mod:`spark.offsets`). Reading is read-only and needs no broker; with option ``namesrvAddr`` both
+read a running cluster instead (:mod:`spark.network`). See ``docs/spark.md``.
 """
 
 from __future__ import annotations

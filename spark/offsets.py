@@ -13,6 +13,11 @@ Sources (``ConsumerOffsetManager``, ``ConsumeQueue``):
 
 Rows: broker, group, topic, queue_id, consumer_offset, max_offset, lag (``max(0, max - consumer)``).
 A queue with an offset but no consume queue has max_offset 0.
+
+Network mode (option ``namesrvAddr``, with ``groups`` and ``topics``, comma-separated, and
+``timeoutMs``): the same rows from a running cluster, as ``mqadmin consumerProgress`` shows them,
+from QUERY_CONSUMER_OFFSET and GET_MAX_OFFSET per master queue of each topic
+(:func:`network_offset_rows`); a queue the group has no offset on (QUERY_NOT_FOUND) has no row.
 """
 
 from __future__ import annotations
@@ -35,6 +40,9 @@ from spark.layout import (
     is_segment_name,
     store_paths,
 )
+from spark.options import OptionError
+from spark.remote import Connection, QueueRoute, consumer_offset, topic_routes
+from spark.remote import max_offset as remote_max_offset
 
 CQ_UNIT = struct.Struct(">qiq")  # commit-log offset, size, tags code (ConsumeQueue.CQ_STORE_UNIT_SIZE = 20)
 CONSUMER_OFFSET_JSON = "consumerOffset.json"
@@ -123,6 +131,46 @@ def offset_rows(store: str) -> Iterator[tuple[str, str, str, int, int, int, int]
             yield broker, group, topic, qid, int(committed), top, max(0, top - int(committed))
 
 
+def network_offset_rows(
+    namesrv: str, groups: list[str], topics: list[str], timeout_s: float
+) -> Iterator[tuple[str, str, str, int, int, int, int]]:
+    """Committed offsets and lag of ``groups`` on ``topics`` read from the brokers; raises RemoteError."""
+    routes = [r for topic in topics for r in topic_routes(namesrv, topic, timeout_s)]
+    by_addr: dict[str, list[QueueRoute]] = {}
+    for r in routes:
+        by_addr.setdefault(r.addr, []).append(r)
+    for addr, queues in sorted(by_addr.items()):
+        with Connection(addr, timeout_s) as conn:
+            for group in groups:
+                for q in queues:
+                    committed = consumer_offset(conn, q, group)
+                    if committed is not None:
+                        top = remote_max_offset(conn, q)
+                        yield q.broker, group, q.topic, q.queue_id, committed, top, max(0, top - committed)
+
+
+class NetworkOffsetsReader(DataSourceReader):
+    def __init__(self, namesrv: str, groups: list[str], topics: list[str], timeout_s: float) -> None:
+        self.args = (namesrv, groups, topics, timeout_s)
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        yield from network_offset_rows(*self.args)
+
+
+def _network_reader(options: dict[str, str]) -> DataSourceReader:
+    unknown = sorted(set(options) - {"namesrvaddr", "groups", "topics", "timeoutms"})
+    if unknown:
+        raise OptionError(f"rocketmq.offsets: unknown network option {unknown[0]!r}")
+    groups = [g.strip() for g in options.get("groups", "").split(",") if g.strip()]
+    topics = [t.strip() for t in options.get("topics", "").split(",") if t.strip()]
+    if not groups or not topics:
+        raise OptionError("rocketmq.offsets: options groups and topics are required with namesrvAddr")
+    timeout = options.get("timeoutms", "10000")
+    if not timeout.isdigit() or int(timeout) < 1:
+        raise OptionError(f"rocketmq.offsets: option timeoutMs must be a positive integer, got {timeout!r}")
+    return NetworkOffsetsReader(options["namesrvaddr"], groups, topics, int(timeout) / 1000)
+
+
 class OffsetsReader(DataSourceReader):
     def __init__(self, paths: list[str]) -> None:
         self.paths = paths
@@ -146,6 +194,11 @@ class RocketMQOffsetsDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         options = {k.lower(): v for k, v in dict(self.options).items()}
+        if "namesrvaddr" in options:
+            try:
+                return _network_reader(options)
+            except OptionError as err:
+                raise err.with_traceback(None) from None
         try:
             unknown = sorted(set(options) - {"path", "paths"})
             if unknown:

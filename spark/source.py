@@ -1,5 +1,6 @@
 """``spark.read.format("rocketmq")`` and ``spark.readStream.format("rocketmq")``: PySpark 4.x Python
-Data Source readers of RocketMQ store directories (ours and Apache RocketMQ's: the files are the same).
+Data Source readers of RocketMQ store directories (ours and Apache RocketMQ's: the files are the same),
+and, with option ``namesrvAddr``, a batch reader of a running cluster (:mod:`spark.network`).
 
 Register once per session with :func:`spark.register`, then ``spark.read.format("rocketmq").load(DIR)``
 (or a list or glob of directories, one per broker). One row per stored message, schema
@@ -51,7 +52,17 @@ from pyspark.sql.types import (
 from spark.columns import SYSTEM_TOPIC_PREFIX, SYSTEM_TOPICS, Projection
 from spark.follow import first_offset, valid_end
 from spark.layout import StoreReadError, broker_name, store_paths
+from spark.network import (
+    NetworkOptions,
+    is_network,
+    parse_network_options,
+    plan_queues,
+    split_ranges,
+    subscription,
+)
 from spark.options import OptionError, ScanOptions, parse_options
+from spark.pulling import arrow_schema as arrow_schema  # file mode uses it too; tests import it here
+from spark.pulling import read_queue_range
 from spark.scan import Range, plan_ranges, read_range
 
 _S, _I, _L, _T = StringType(), IntegerType(), LongType(), TimestampType()
@@ -68,13 +79,6 @@ MESSAGE_SCHEMA = StructType(
     ]
 )  # fmt: skip
 _TIME_SLACK = timedelta(days=1)  # pushed timestamp literals may be in the session time zone
-
-
-def arrow_schema(schema: StructType) -> pa.Schema:
-    """The Arrow schema Spark checks our batches against (``to_arrow_schema`` with UTC timestamps)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return to_arrow_schema(schema, timezone="UTC")
 
 
 class RangePartition(InputPartition):
@@ -233,6 +237,41 @@ class StoreStreamReader(DataSourceStreamReader):
         """Nothing to release: the reader holds no state per offset."""
 
 
+class NetworkReader(DataSourceReader):
+    """Batch reader of a running cluster (:mod:`spark.network`); ``pushFilters`` takes tag filters."""
+
+    def __init__(self, options: NetworkOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+        self.tags = options.tags
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        """Equality/``IN`` on ``tags`` narrows the pull's subscription; Spark still checks the rows."""
+        for f in filters:
+            column = f.attribute[0] if hasattr(f, "attribute") and len(f.attribute) == 1 else None
+            if self.options.push_filters and column == "tags" and isinstance(f, EqualTo | In):
+                values = {f.value} if isinstance(f, EqualTo) else set(f.value)
+                wanted = frozenset(v for v in values if isinstance(v, str))
+                self.tags = wanted if self.tags is None else self.tags & wanted
+            yield f
+
+    def partitions(self) -> Sequence[InputPartition]:
+        try:
+            ranges = split_ranges(plan_queues(self.options), self.options.max_rows)
+        except OptionError as err:
+            raise err.with_traceback(None) from None
+        return [InputPartition(r) for r in ranges] or [InputPartition(None)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        r = partition.value
+        if r is None or self.tags == frozenset():
+            return
+        yield from read_queue_range(
+            r, arrow_schema(self.schema), subscription(self.tags), self.tags, self.options.include_body,
+            self.options.timeout_s,
+        )  # fmt: skip
+
+
 class RocketMQDataSource(DataSource):
     """``format("rocketmq")``: messages of one or more store directories."""
 
@@ -252,6 +291,8 @@ class RocketMQDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         try:
+            if is_network(self.options):
+                return NetworkReader(parse_network_options(self.options), schema)
             paths, options = self._setup()
         except (StoreReadError, OptionError) as err:
             raise err.with_traceback(None) from None
@@ -260,6 +301,11 @@ class RocketMQDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         try:
+            if is_network(self.options):
+                from spark.netstream import NetworkStreamReader
+
+                network = parse_network_options(self.options)
+                return NetworkStreamReader(network, schema, network.max_per_trigger)
             paths, options = self._setup()
         except (StoreReadError, OptionError) as err:
             raise err.with_traceback(None) from None

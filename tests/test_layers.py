@@ -1,7 +1,8 @@
 """The layer rules of the code base, checked on its imports (``ast``, nothing is run).
 
 1. Package rules: ``codec/`` has no I/O frameworks and knows no other package; ``store/`` is a
-   plain library under ``codec/``; ``spark/`` never reaches the servers.
+   plain library under ``codec/``; ``spark/`` never imports the
+   servers' code (its network mode talks to them only over plain sockets with ``codec/``).
 2. Module layers, from the bottom: ``codec`` < ``store`` < ``spark`` < the transport,
    ``gateway/transport/`` (servers, connections, dispatch, outbound calls) < ``namesrv`` <
    ``broker`` < the rest of ``gateway/`` (launcher, CLI, test fixtures: whatever is not in
