@@ -115,10 +115,10 @@ def test_broadcasting_listener(events: list[Event]) -> None:
     assert sorted(received(events, "broadcast")) == ["broadcast-0", "broadcast-1"]
 
 
-def test_send_and_receive_reaches_the_reply_listener(events: list[Event]) -> None:
-    """sendAndReceive's request reaches the ``RocketMQReplyListener``. (Its answer does not come
-    back within 30 s from either broker in this application: ``reply_error``, not compared.)"""
+def test_send_and_receive_through_the_reply_listener(events: list[Event]) -> None:
+    """sendAndReceive (callback form) reaches the ``RocketMQReplyListener`` and its answer comes back."""
     assert received(events, "reply") == ["ping"]
+    assert [e["body"] for e in of(events, "reply")] == ["pong:ping"]
 
 
 def test_unknown_transaction_is_committed_by_the_check_back(events: list[Event]) -> None:

@@ -4,6 +4,7 @@ import org.apache.rocketmq.client.producer.SendCallback;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.TransactionSendResult;
 import org.apache.rocketmq.spring.annotation.RocketMQTransactionListener;
+import org.apache.rocketmq.spring.core.RocketMQLocalRequestCallback;
 import org.apache.rocketmq.spring.core.RocketMQLocalTransactionListener;
 import org.apache.rocketmq.spring.core.RocketMQLocalTransactionState;
 import org.apache.rocketmq.spring.core.RocketMQTemplate;
@@ -87,12 +88,19 @@ public class SpringScenario implements CommandLineRunner {
         // The broker pushes the reply to the requester's channel as registered by its heartbeat; the
         // template's producer sent its first one before it knew any broker (the next is 30 s later).
         template.getProducer().getDefaultMQProducerImpl().getMqClientFactory().sendHeartbeatToAllBrokerWithLock();
-        try {
-            String reply = template.sendAndReceive("SpReply", "ping", String.class, 30000);
-            Events.emit("reply", "case", "reply", "body", String.valueOf(reply));
-        } catch (RuntimeException e) {
-            Events.emit("reply_error", "case", "reply", "error", String.valueOf(e));
-        }
+        // The callback form: the 5.x client's synchronous request returns as soon as the request is
+        // stored, without waiting for the reply.
+        template.sendAndReceive("SpReply", "ping", new RocketMQLocalRequestCallback<String>() {
+            @Override
+            public void onSuccess(String reply) {
+                Events.emit("reply", "case", "reply", "body", reply);
+            }
+
+            @Override
+            public void onException(Throwable e) {
+                Events.emit("reply_error", "case", "reply", "error", String.valueOf(e));
+            }
+        }, 30000);
         TransactionSendResult tx = template.sendMessageInTransaction("SpTx", MessageBuilder.withPayload("tx").build(), null);
         Events.emit("sent", "case", "tx", "status", String.valueOf(tx.getSendStatus()),
             "localTransactionState", String.valueOf(tx.getLocalTransactionState()));
@@ -102,7 +110,7 @@ public class SpringScenario implements CommandLineRunner {
             for (String[] e : EXPECTED) {
                 complete &= Events.count("received", e[0]) >= Integer.parseInt(e[1]);
             }
-            complete &= Events.count("check", "tx") >= 1;
+            complete &= Events.count("check", "tx") >= 1 && Events.count("reply", "reply") >= 1;
             if (!complete) {
                 Thread.sleep(100);
             }
