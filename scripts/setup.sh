@@ -30,6 +30,7 @@ if [ ! -f $proto/rocketmq_v2_pb2.py ] || [ $proto/rocketmq_v2.proto -nt $proto/r
 fi
 if [ "${SETUP_JAVA:-1}" = 1 ] && [ -f scripts/setup-java.sh ]; then
   bash scripts/setup-java.sh
+  bash scripts/setup-spring.sh  # the Spring Boot application of compat_tests/test_spring_compat.py
   bash bench/java/build.sh  # the benchmark's load driver (rocketmq-client 5.3.3)
 fi
 if [ -n "$EXTRAS" ] && [ "${SETUP_PROMETHEUS:-1}" = 1 ] && [ -f scripts/setup-prometheus.sh ]; then

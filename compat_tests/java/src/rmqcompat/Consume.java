@@ -42,7 +42,7 @@ final class Consume {
         boolean orderly = boolArg("orderly");
         Tally tally = new Tally(expect);
 
-        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group, boolArg("trace"), null);
         consumer.setNamesrvAddr(require("namesrv"));
         consumer.setVipChannelEnabled(boolArg("vip-channel"));
         consumer.setInstanceName(instance("consumer"));
@@ -100,6 +100,7 @@ final class Consume {
         try {
             return tally.finish(tally.await());
         } finally {
+            lingerForTraces();
             consumer.shutdown();
         }
     }

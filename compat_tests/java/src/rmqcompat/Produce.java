@@ -79,7 +79,7 @@ final class Produce {
             throw new IllegalArgumentException("batch= works with mode=sync|async and without selector-keys");
         }
 
-        DefaultMQProducer producer = new DefaultMQProducer(args.getOrDefault("group", "scenario_producer"));
+        DefaultMQProducer producer = new DefaultMQProducer(args.getOrDefault("group", "scenario_producer"), boolArg("trace"), null);
         producer.setNamesrvAddr(require("namesrv"));
         producer.setVipChannelEnabled(boolArg("vip-channel"));
         producer.setInstanceName(args.getOrDefault("instance", "scenario-producer-" + ProcessHandle.current().pid()));
@@ -223,6 +223,7 @@ final class Produce {
             }
             return 0;
         } finally {
+            lingerForTraces();
             producer.shutdown();
         }
     }

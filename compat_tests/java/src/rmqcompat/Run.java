@@ -90,6 +90,16 @@ final class Run {
         FINISHED.countDown();
     }
 
+    /**
+     * With trace=true, waits 2 s before the client shuts down: its AsyncTraceDispatcher sends the
+     * trace records in the background, and the 4.9.8 dispatcher's shutdown does not wait for them.
+     */
+    static void lingerForTraces() throws InterruptedException {
+        if (boolArg("trace")) {
+            Thread.sleep(2000);
+        }
+    }
+
     // ---------------------------------------------------------------- arguments and output
 
     static Map<String, String> parseArgs(String[] argv) {
