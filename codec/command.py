@@ -7,7 +7,7 @@ string map ``ext_fields`` exactly as they travel; typed views of it live in :mod
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from codec.codes import LanguageCode, SerializeType
 from codec.versions import CURRENT_VERSION
@@ -21,6 +21,20 @@ RPC_TYPE_RESPONSE = 0x1  # flag bit 0: the command is a response
 RPC_ONEWAY = 0x2  # flag bit 1: the request expects no answer
 
 
+#: The fields of :class:`RemotingCommand` (its ``__slots__``; compiled classes have no ``__slots__`` to read).
+COMMAND_FIELDS: Final = (
+    "body",
+    "code",
+    "ext_fields",
+    "flag",
+    "language",
+    "opaque",
+    "remark",
+    "serialize_type",
+    "version",
+)
+
+
 class RemotingCommand:
     """A decoded frame.
 
@@ -30,17 +44,7 @@ class RemotingCommand:
     frame has no body.
     """
 
-    __slots__ = (
-        "body",
-        "code",
-        "ext_fields",
-        "flag",
-        "language",
-        "opaque",
-        "remark",
-        "serialize_type",
-        "version",
-    )
+    __slots__ = COMMAND_FIELDS
 
     def __init__(
         self,
@@ -123,12 +127,12 @@ class RemotingCommand:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RemotingCommand):
             return NotImplemented
-        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+        return all(getattr(self, s) == getattr(other, s) for s in COMMAND_FIELDS)
 
     __hash__ = None  # type: ignore[assignment]  # mutable value type
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{s}={getattr(self, s)!r}" for s in self.__slots__ if s != "body")
+        fields = ", ".join(f"{s}={getattr(self, s)!r}" for s in COMMAND_FIELDS if s != "body")
         return f"RemotingCommand({fields}, body=<{len(self.body)} bytes>)"
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterator
+from typing import Final
 
 from codec.errors import MessageFormatError
 from codec.hashing import body_crc32
@@ -49,21 +50,21 @@ MAX_V1_TOPIC_BYTES = 127  # longer topics need the v2 record (2-byte topic lengt
 class MessageSysFlag:
     """``org.apache.rocketmq.common.sysflag.MessageSysFlag``."""
 
-    COMPRESSED_FLAG = 0x1
-    MULTI_TAGS_FLAG = 0x2
-    TRANSACTION_NOT_TYPE = 0x0
-    TRANSACTION_PREPARED_TYPE = 0x4
-    TRANSACTION_COMMIT_TYPE = 0x8
-    TRANSACTION_ROLLBACK_TYPE = 0xC
-    TRANSACTION_MASK = 0xC
-    BORNHOST_V6_FLAG = 0x10
-    STOREHOSTADDRESS_V6_FLAG = 0x20
-    NEED_UNWRAP_FLAG = 0x40
-    INNER_BATCH_FLAG = 0x80
-    COMPRESSION_TYPE_MASK = 0x700
-    COMPRESSION_LZ4 = 0x100
-    COMPRESSION_ZSTD = 0x200
-    COMPRESSION_ZLIB = 0x300
+    COMPRESSED_FLAG: Final = 0x1
+    MULTI_TAGS_FLAG: Final = 0x2
+    TRANSACTION_NOT_TYPE: Final = 0x0
+    TRANSACTION_PREPARED_TYPE: Final = 0x4
+    TRANSACTION_COMMIT_TYPE: Final = 0x8
+    TRANSACTION_ROLLBACK_TYPE: Final = 0xC
+    TRANSACTION_MASK: Final = 0xC
+    BORNHOST_V6_FLAG: Final = 0x10
+    STOREHOSTADDRESS_V6_FLAG: Final = 0x20
+    NEED_UNWRAP_FLAG: Final = 0x40
+    INNER_BATCH_FLAG: Final = 0x80
+    COMPRESSION_TYPE_MASK: Final = 0x700
+    COMPRESSION_LZ4: Final = 0x100
+    COMPRESSION_ZSTD: Final = 0x200
+    COMPRESSION_ZLIB: Final = 0x300
 
     @staticmethod
     def transaction_type(sys_flag: int) -> int:
@@ -84,6 +85,30 @@ SYS_FLAG_POS = 36
 BORN_HOST_POS = 48
 
 
+#: The fields of :class:`MessageRecord` (its ``__slots__``; compiled classes have no ``__slots__`` to read).
+RECORD_FIELDS: Final = (
+    "body",
+    "body_crc",
+    "born_host",
+    "born_port",
+    "born_timestamp",
+    "flag",
+    "magic",
+    "physical_offset",
+    "prepared_transaction_offset",
+    "properties",
+    "queue_id",
+    "queue_offset",
+    "reconsume_times",
+    "store_host",
+    "store_port",
+    "store_size",
+    "store_timestamp",
+    "sys_flag",
+    "topic",
+)
+
+
 class MessageRecord:
     """One stored message. Hosts are raw address bytes (4 or 16) plus a port.
 
@@ -91,27 +116,7 @@ class MessageRecord:
     same bytes; :func:`codec.properties.decode_properties` turns it into a dict.
     """
 
-    __slots__ = (
-        "body",
-        "body_crc",
-        "born_host",
-        "born_port",
-        "born_timestamp",
-        "flag",
-        "magic",
-        "physical_offset",
-        "prepared_transaction_offset",
-        "properties",
-        "queue_id",
-        "queue_offset",
-        "reconsume_times",
-        "store_host",
-        "store_port",
-        "store_size",
-        "store_timestamp",
-        "sys_flag",
-        "topic",
-    )
+    __slots__ = RECORD_FIELDS
 
     def __init__(
         self,
@@ -159,7 +164,7 @@ class MessageRecord:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MessageRecord):
             return NotImplemented
-        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+        return all(getattr(self, s) == getattr(other, s) for s in RECORD_FIELDS)
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -38,6 +38,7 @@ import trio
 from broker.config import BrokerConfig
 from codec.errors import RocketMQError
 from codec.java_properties import parse_properties
+from gateway import native
 from gateway.launcher import (
     BrokerSpec,
     Gateway,
@@ -244,6 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    logger.info("hot path: %s", native.describe())  # compiled with mypyc, or pure (and why)
     try:
         gateway = build_gateway(args)
     except (OSError, ValueError, RocketMQError) as err:

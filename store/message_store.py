@@ -328,9 +328,9 @@ class MessageStore(MessageReader):
                 self.index.prepare(MAX_KEYS_RESERVED * count)
         except MessageTooLargeError as err:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=str(err))
-        except StoreIOError as err:
-            self._refusals.log("put refused: %s; disk %s", err, self.disk_report())
-            return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(err))
+        except StoreIOError as io_err:  # its own name: mypyc types a name by its first binding
+            self._refusals.log("put refused: %s; disk %s", io_err, self.disk_report())
+            return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(io_err))
         return mf, phys
 
     @staticmethod

@@ -129,6 +129,7 @@ def recover(
             blanked,
         )
 
+    logger.debug("recovery scans the commit log from offset %d", start_offset)
     end = commit_log.scan(start_offset, visit, check_crc=config.check_crc_on_recover, on_damage=damaged)
     tail = commit_log.truncate(end)
     if tail.strip(b"\0"):

@@ -16,6 +16,7 @@ from codec.message import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V1,
     MESSAGE_MAGIC_CODE_V2,
+    RECORD_FIELDS,
     MessageRecord,
     MessageSysFlag,
     decode_record,
@@ -69,7 +70,7 @@ def test_record_round_trip(record: MessageRecord) -> None:
     )
     assert bool(decoded.sys_flag & MessageSysFlag.BORNHOST_V6_FLAG) == (len(record.born_host) == 16)
     assert bool(decoded.sys_flag & MessageSysFlag.STOREHOSTADDRESS_V6_FLAG) == (len(record.store_host) == 16)
-    for name in MessageRecord.__slots__:
+    for name in RECORD_FIELDS:
         if name not in ("sys_flag", "magic", "store_size"):
             assert getattr(decoded, name) == getattr(record, name), name
     assert encode_record(decoded) == data
