@@ -37,6 +37,28 @@ if [ ! -f "$out/rocketmq-dashboard.jar" ]; then
   rm -rf "$out"
   mv "$out.tmp" "$out"
 fi
+# The release's UI sends every API call to the hard-coded origin http://localhost:8082
+# (frontend-new/src/api/remoteApi/remoteApi.js), so a dashboard on any other port shows no data.
+# The built script in the jar is rewritten once to call its own origin; the other entries of the
+# Spring Boot jar are copied as they are (its nested jars must stay stored, uncompressed).
+if [ ! -f "$out/same-origin" ]; then
+  python3 - "$out/rocketmq-dashboard.jar" <<'PY'
+import shutil
+import sys
+import zipfile
+
+jar = sys.argv[1]
+origin = b"http://localhost:8082"
+with zipfile.ZipFile(jar) as src, zipfile.ZipFile(jar + ".tmp", "w") as dst:
+    for info in src.infolist():
+        data = src.read(info)
+        if info.filename.startswith("BOOT-INF/classes/public/static/js/") and origin in data:
+            data = data.replace(origin, b"")
+        dst.writestr(info, data)
+shutil.move(jar + ".tmp", jar)
+PY
+  touch "$out/same-origin"
+fi
 ln -sfn "$out" "$CACHE/current"
 if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
   if [ "$(id -u)" != 0 ]; then SUDO=sudo; else SUDO=; fi
