@@ -145,7 +145,8 @@ def settled_rows(driver: webdriver.Chrome, selector: str, timeout: float = PAGE_
     def probe() -> list[str] | None:
         if driver.find_elements(By.CSS_SELECTOR, ".ant-spin-spinning"):
             return None
-        now = texts(driver.find_elements(By.CSS_SELECTOR, selector))
+        script = "return Array.from(document.querySelectorAll(arguments[0]), e => e.innerText.trim());"
+        now: list[str] = driver.execute_script(script, selector)
         if last and last[-1] == now:
             return now
         last.append(now)

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from selenium import webdriver
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 
 from compat_tests import dashboard
 from compat_tests.helpers import STEP_S, TARGETS
@@ -111,24 +112,60 @@ def shot(driver: webdriver.Chrome, target: str, vip: bool, page: str) -> None:
     driver.save_screenshot(str(folder / f"{page}.png"))
 
 
-def topics_by_type(driver: webdriver.Chrome, base_url: str) -> dict[str, list[str]]:
-    """The topic page filtered to ``Dash`` with one type box ticked at a time: the rows shown."""
+def tick_only(driver: webdriver.Chrome, kind: str) -> None:
+    """Tick the topic page's type box ``kind`` and untick the others."""
+    boxes = driver.find_elements(By.CSS_SELECTOR, "form .ant-checkbox-wrapper")
+    assert len(boxes) == len(TYPE_BOXES), dashboard.texts(boxes)
+    for name, box in zip(TYPE_BOXES, boxes, strict=True):
+        if box.find_element(By.CSS_SELECTOR, "input").is_selected() != (name == kind):
+            box.click()
+
+
+def open_topic_page(driver: webdriver.Chrome, base_url: str, filter_text: str) -> None:
     driver.get(base_url + "/#/topic")
-    dashboard.poll(
+    box = dashboard.poll(
         "topic filter", lambda: driver.find_elements(By.CSS_SELECTOR, "form input.ant-input") or None
     )
-    driver.find_element(By.CSS_SELECTOR, "form input.ant-input").send_keys("Dash")
+    # the page may still be the one a visit before left (a hash route): replace its filter text
+    box[0].send_keys(Keys.CONTROL, "a")
+    box[0].send_keys(Keys.DELETE)
+    box[0].send_keys(filter_text)
+
+
+def topics_by_type(driver: webdriver.Chrome, base_url: str) -> dict[str, list[str]]:
+    """The topic page filtered to ``Dash`` with one type box ticked at a time: the rows shown."""
+    open_topic_page(driver, base_url, "Dash")
     shown: dict[str, list[str]] = {}
     for kind in TYPE_BOXES[:5]:
-        boxes = driver.find_elements(By.CSS_SELECTOR, "form .ant-checkbox-wrapper")
-        assert len(boxes) == len(TYPE_BOXES), dashboard.texts(boxes)
-        for name, box in zip(TYPE_BOXES, boxes, strict=True):
-            ticked = box.find_element(By.CSS_SELECTOR, "input").is_selected()
-            if ticked != (name == kind):
-                box.click()
+        tick_only(driver, kind)
         rows = dashboard.settled_rows(driver, ".ant-table-tbody tr.ant-table-row td:first-child")
         shown[kind] = sorted(rows)
     return shown
+
+
+def cells_of(driver: webdriver.Chrome, selector: str) -> list[list[str]]:
+    """The cell texts of the rows matching ``selector``, read in one script run (a table that
+    re-renders meanwhile leaves no stale elements behind)."""
+    script = (
+        "return Array.from(document.querySelectorAll(arguments[0]), row =>"
+        " Array.from(row.querySelectorAll('td'), td => td.innerText.trim()));"
+    )
+    cells: list[list[str]] = driver.execute_script(script, selector)
+    return cells
+
+
+def topic_status(driver: webdriver.Chrome, base_url: str) -> list[list[str]]:
+    """The traffic topic's Status dialog (queue, min and max offset; not the update time)."""
+    open_topic_page(driver, base_url, TRAFFIC_TOPIC)
+    tick_only(driver, "UNSPECIFIED")
+    rows = dashboard.settled_rows(driver, ".ant-table-tbody tr.ant-table-row td:first-child")
+    assert rows == [TRAFFIC_TOPIC], rows
+    driver.find_element(By.CSS_SELECTOR, ".ant-table-tbody tr.ant-table-row button").click()
+    selector = ".ant-modal .ant-table-tbody tr.ant-table-row"
+    dashboard.poll("status dialog", lambda: driver.find_elements(By.CSS_SELECTOR, selector) or None)
+    dashboard.settled_rows(driver, selector)
+    cells = cells_of(driver, selector)
+    return sorted(row[:3] for row in cells)
 
 
 def table(driver: webdriver.Chrome, base_url: str, page: str, filter_text: str = "") -> list[list[str]]:
@@ -139,10 +176,8 @@ def table(driver: webdriver.Chrome, base_url: str, page: str, filter_text: str =
             "search box", lambda: driver.find_elements(By.CSS_SELECTOR, "input.ant-input") or None
         )
         box[0].send_keys(filter_text)
-    rows = dashboard.settled_rows(driver, ".ant-table-tbody tr.ant-table-row")
-    cells = driver.find_elements(By.CSS_SELECTOR, ".ant-table-tbody tr.ant-table-row")
-    assert len(cells) == len(rows)
-    return [dashboard.texts(row.find_elements(By.CSS_SELECTOR, "td")) for row in cells]
+    dashboard.settled_rows(driver, ".ant-table-tbody tr.ant-table-row")
+    return cells_of(driver, ".ant-table-tbody tr.ant-table-row")
 
 
 def visit(driver: webdriver.Chrome, base_url: str, target: str, vip: bool) -> dict[str, Any]:
@@ -150,6 +185,8 @@ def visit(driver: webdriver.Chrome, base_url: str, target: str, vip: bool) -> di
     seen: dict[str, Any] = {}
     seen["topic-types"] = topics_by_type(driver, base_url)
     shot(driver, target, vip, "topic")
+    seen["topic-status"] = topic_status(driver, base_url)
+    shot(driver, target, vip, "topic-status")
     # split, broker id (master/slave), address, version, TPS and counts: the first two and version
     seen["cluster"] = [[row[0], row[1], row[3]] for row in table(driver, base_url, "cluster")]
     shot(driver, target, vip, "cluster")
@@ -184,6 +221,17 @@ def test_topic_page_types(views: Views) -> None:
     traffic topic (no attribute) under UNSPECIFIED, the same on both brokers."""
     assert views["reference"]["topic-types"]["FIFO"] == ["DashFifo"], views["reference"]
     assert views["gateway"]["topic-types"] == views["reference"]["topic-types"]
+
+
+def test_topic_status_dialog(views: Views) -> None:
+    """Queues of the traffic topic with their min offsets, and every message sent counted in the
+    max offsets (how the producer spread them over the queues is its own random start)."""
+
+    def summary(rows: list[list[str]]) -> tuple[list[list[str]], int]:
+        return [row[:2] for row in rows], sum(int(row[2]) for row in rows)
+
+    assert summary(views["reference"]["topic-status"])[1] == COUNT, views["reference"]
+    assert summary(views["gateway"]["topic-status"]) == summary(views["reference"]["topic-status"])
 
 
 def test_cluster_page(views: Views) -> None:
