@@ -3,7 +3,9 @@
 # (default: all that the test suite needs; scripts/run sets it empty, since running the gateway needs
 # only its runtime dependencies). An install with every extra also serves scripts/run. With
 # SETUP_JAVA=0 the Java side (scenario runner, reference RocketMQ jars) is skipped. With extras, the
-# Prometheus server of the dashboard test is installed when missing (SETUP_PROMETHEUS=0: not).
+# Prometheus server of the dashboard test is installed when missing (SETUP_PROMETHEUS=0: not), and
+# Apache rocketmq-dashboard is built (cached per commit) with headless Chromium installed for
+# compat_tests/test_dashboard_compat.py (SETUP_DASHBOARD=0: not).
 set -euo pipefail
 PY=${PYTHON:-python3}
 EXTRAS=${SETUP_EXTRAS-dev,testing,bench,spark,native}
@@ -56,4 +58,9 @@ if [ -n "$EXTRAS" ] && [ "${SETUP_PROMETHEUS:-1}" = 1 ] && [ -f scripts/setup-pr
   # A failed install does not stop the setup: compat_tests/test_prometheus_compat.py fails, saying so.
   bash scripts/setup-prometheus.sh ||
     echo "setup: prometheus not installed; compat_tests/test_prometheus_compat.py will fail" >&2
+fi
+if [ -n "$EXTRAS" ] && [ "${SETUP_DASHBOARD:-1}" = 1 ] && [ -f scripts/setup-dashboard.sh ]; then
+  # A failed build does not stop the setup: compat_tests/test_dashboard_compat.py fails, saying so.
+  bash scripts/setup-dashboard.sh ||
+    echo "setup: rocketmq-dashboard not built; compat_tests/test_dashboard_compat.py will fail" >&2
 fi
