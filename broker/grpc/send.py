@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import inspect
 import itertools
+from collections.abc import Sequence
 
 from broker.controller import BrokerController
 from broker.grpc.common import OK, ClientContext, StatusError, status
@@ -193,53 +194,36 @@ class SendActivity:
             sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
         queue_id = self._queue_id(request, name, topic.write_queue_nums if topic.perm & PERM_WRITE else 0)
         connection = RequestContext(ConnectionInfo(next(self._connections), ctx.remote_addr, ""))
-        if len(request.messages) > 1:
-            entries = [await self._send_batch(connection, name, queue_id, sys_flag, request, all_props)]
-        else:
-            entries = [await self._send_one(connection, name, queue_id, sys_flag, first, all_props[0])]
+        entries = [
+            await self._send_messages(connection, name, queue_id, sys_flag, request.messages, all_props)
+        ]
         codes = {entry.status.code for entry in entries}
         overall = (
             OK if codes == {pb.OK} else status(pb.MULTIPLE_RESULTS) if len(codes) > 1 else entries[0].status
         )
         return pb.SendMessageResponse(status=overall, entries=entries)
 
-    async def _send_one(
+    async def _send_messages(
         self,
         ctx: RequestContext,
         topic: str,
         queue_id: int,
         sys_flag: int,
-        message: pb.Message,
-        props: dict[str, str],
-    ) -> pb.SendResultEntry:
-        header = SendMessageRequestHeader(
-            producer_group=topic,
-            topic=topic,
-            default_topic=DEFAULT_TOPIC,
-            default_topic_queue_nums=DEFAULT_TOPIC_QUEUE_NUMS,
-            queue_id=queue_id,
-            sys_flag=sys_flag,
-            born_timestamp=self.broker.now_ms(),
-            flag=0,
-            properties=encode_properties(props),
-            reconsume_times=message.system_properties.delivery_attempt,
-        )
-        return await self._send(ctx, header, message.body, props[UNIQ_KEY])
-
-    async def _send_batch(
-        self,
-        ctx: RequestContext,
-        topic: str,
-        queue_id: int,
-        sys_flag: int,
-        request: pb.SendMessageRequest,
+        messages: Sequence[pb.Message],
         all_props: list[dict[str, str]],
     ) -> pb.SendResultEntry:
-        """``LocalMessageService.sendMessage`` of several messages (``MessageBatch``)."""
+        """One message as a SEND_MESSAGE; several as ``LocalMessageService.sendMessage`` sends a
+        ``MessageBatch``: the first one's properties and born time in the header, a new id."""
         first = all_props[0]
-        pairs = zip(request.messages, all_props, strict=True)
-        body = encode_batch([BatchEntry(0, m.body, encode_properties(p)) for m, p in pairs])
-        born = first.get(BORN_TIMESTAMP, "")
+        if len(messages) == 1:
+            body, message_id = messages[0].body, first[UNIQ_KEY]
+            born, reconsume_times = self.broker.now_ms(), messages[0].system_properties.delivery_attempt
+        else:
+            pairs = zip(messages, all_props, strict=True)
+            body = encode_batch([BatchEntry(0, m.body, encode_properties(p)) for m, p in pairs])
+            message_id, reconsume_times = self._batch_ids.next_id(), 0
+            stamp = first.get(BORN_TIMESTAMP, "")
+            born = int(stamp) if stamp.isdigit() else self.broker.now_ms()
         header = SendMessageRequestHeader(
             producer_group=topic,
             topic=topic,
@@ -247,13 +231,13 @@ class SendActivity:
             default_topic_queue_nums=DEFAULT_TOPIC_QUEUE_NUMS,
             queue_id=queue_id,
             sys_flag=sys_flag,
-            born_timestamp=int(born) if born.isdigit() else self.broker.now_ms(),
+            born_timestamp=born,
             flag=0,
             properties=encode_properties(first),
-            reconsume_times=0,
-            batch=True,
+            reconsume_times=reconsume_times,
+            batch=True if len(messages) > 1 else None,
         )
-        return await self._send(ctx, header, body, self._batch_ids.next_id())
+        return await self._send(ctx, header, body, message_id)
 
     async def _send(
         self, ctx: RequestContext, header: SendMessageRequestHeader, body: bytes, message_id: str

@@ -138,19 +138,19 @@ def ack(client: Client, got: pb.Message) -> pb.AckMessageResponse:
     return client.call("AckMessage", request, pb.AckMessageResponse)
 
 
+def held(client: Client, body: bytes) -> list[pb.Message]:
+    """``client`` registered as a push consumer receives ``body`` (sent first) with auto_renew."""
+    register(client)
+    request = pb.SendMessageRequest(messages=[message(TOPIC, body, "ID-" + body.decode())])
+    assert client.call("SendMessage", request, pb.SendMessageResponse).status.code == pb.OK
+    return receive(client, auto_renew=True)
+
+
 async def test_a_held_message_stays_invisible_and_its_first_handle_acks_it(tmp_path: Path) -> None:
     async with endpoint(tmp_path, **SHORT) as (app, _conn, port):
         app.controller.topics.update(TopicConfig(TOPIC, 1, 1, 6))
         holder, other = Client(port, "holder"), Client(port, "other")
-        await in_thread(lambda: register(holder))
-        await in_thread(
-            lambda: holder.call(
-                "SendMessage",
-                pb.SendMessageRequest(messages=[message(TOPIC, b"slow", "ID1")]),
-                pb.SendMessageResponse,
-            )
-        )
-        got = await in_thread(lambda: receive(holder, auto_renew=True))
+        got = await in_thread(lambda: held(holder, b"slow"))
         received_at = time.monotonic()
         first_invisible_ms = int(got[0].system_properties.receipt_handle.split(" ")[2])
         # Well past the 2 s invisible time of the handle the client holds, while others poll.
@@ -173,17 +173,9 @@ async def test_a_terminated_client_gives_its_messages_back(tmp_path: Path) -> No
     async with endpoint(tmp_path, **SHORT) as (app, _conn, port):
         app.controller.topics.update(TopicConfig(TOPIC, 1, 1, 6))
         leaver, other = Client(port, "leaver"), Client(port, "other")
-        await in_thread(lambda: register(leaver))
-        await in_thread(
-            lambda: leaver.call(
-                "SendMessage",
-                pb.SendMessageRequest(messages=[message(TOPIC, b"orphan", "ID2")]),
-                pb.SendMessageResponse,
-            )
-        )
-        got = await in_thread(lambda: receive(leaver, auto_renew=True))
+        got = await in_thread(lambda: held(leaver, b"orphan"))
         # One long poll (5 s) of another client: past the first 2 s, so renewed to 1 min by now.
-        held = await in_thread(lambda: receive(other, auto_renew=False))
+        meanwhile = await in_thread(lambda: receive(other, auto_renew=False))
         await in_thread(
             lambda: leaver.call(
                 "NotifyClientTermination",
@@ -198,7 +190,7 @@ async def test_a_terminated_client_gives_its_messages_back(tmp_path: Path) -> No
             again = await in_thread(lambda: receive(other, auto_renew=False))
         back_after = time.monotonic() - left_at
     assert [m.body for m in got] == [b"orphan"]
-    assert held == []
+    assert meanwhile == []
     assert back_after < 30  # not the minute its last renewal made it invisible for
     assert [m.body for m in again] == [b"orphan"]
     assert again[0].system_properties.delivery_attempt == 2
