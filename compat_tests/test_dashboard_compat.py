@@ -133,13 +133,20 @@ def open_topic_page(driver: webdriver.Chrome, base_url: str, filter_text: str) -
 
 
 def topics_by_type(driver: webdriver.Chrome, base_url: str) -> dict[str, list[str]]:
-    """The topic page filtered to ``Dash`` with one type box ticked at a time: the rows shown."""
+    """The topic page filtered to ``Dash`` with one type box ticked at a time, then every topic
+    under SYSTEM: the rows shown."""
     open_topic_page(driver, base_url, "Dash")
     shown: dict[str, list[str]] = {}
     for kind in TYPE_BOXES[:5]:
         tick_only(driver, kind)
         rows = dashboard.settled_rows(driver, ".ant-table-tbody tr.ant-table-row td:first-child")
         shown[kind] = sorted(rows)
+    # The broker's own topics, every name (both brokers are broker-a of DefaultCluster).
+    open_topic_page(driver, base_url, "")
+    tick_only(driver, "SYSTEM")
+    shown["SYSTEM"] = sorted(
+        dashboard.settled_rows(driver, ".ant-table-tbody tr.ant-table-row td:first-child")
+    )
     return shown
 
 
@@ -218,8 +225,9 @@ def views(
 
 def test_topic_page_types(views: Views) -> None:
     """The topic page's type filters list each ``message.type`` topic under its own type, the
-    traffic topic (no attribute) under UNSPECIFIED, the same on both brokers."""
+    traffic topic (no attribute) under UNSPECIFIED, and the system topics, the same on both."""
     assert views["reference"]["topic-types"]["FIFO"] == ["DashFifo"], views["reference"]
+    assert "SCHEDULE_TOPIC_XXXX" in views["reference"]["topic-types"]["SYSTEM"], views["reference"]
     assert views["gateway"]["topic-types"] == views["reference"]["topic-types"]
 
 
