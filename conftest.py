@@ -18,6 +18,7 @@ settings.load_profile("rocketmq-gateway")
 #: alone at the end while the other workers idle; started first, the many short files fill in
 #: around it. ``scripts/test`` prints the slowest tests (``--durations``) to revise this list from.
 LONGEST_FIRST = (
+    "test_dashboard_compat.py",
     "test_vip_channel_compat.py",
     "test_auth_compat.py",
     "test_grpc_consume_compat.py",
@@ -27,6 +28,8 @@ LONGEST_FIRST = (
     "test_broker_compat.py",
     "test_namesrv_compat.py",
     "test_spark_network_compat.py",
+    "test_trace_compat.py",
+    "test_spring_compat.py",
     "test_network_streaming.py",
     "test_grpc_auth_compat.py",
     "test_topic_fidelity_compat.py",
