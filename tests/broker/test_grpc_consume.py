@@ -20,15 +20,24 @@ GROUP = "G1"
 
 
 def receive(
-    client: Client, topic: str, invisible_s: int = 15, batch: int = 32
+    client: Client,
+    topic: str,
+    invisible_s: int = 15,
+    batch: int = 32,
+    *,
+    group: str = GROUP,
+    auto_renew: bool = False,
 ) -> list[pb.ReceiveMessageResponse]:
+    """One ReceiveMessage; with ``auto_renew`` no invisible duration is sent (a push consumer's)."""
     request = pb.ReceiveMessageRequest(
-        group=pb.Resource(name=GROUP),
+        group=pb.Resource(name=group),
         message_queue=pb.MessageQueue(topic=pb.Resource(name=topic), id=-1),
         filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"),
         batch_size=batch,
+        auto_renew=auto_renew,
     )
-    request.invisible_duration.FromSeconds(invisible_s)
+    if not auto_renew:
+        request.invisible_duration.FromSeconds(invisible_s)
     request.long_polling_timeout.FromSeconds(5)
     with grpc.insecure_channel(f"127.0.0.1:{client.port}") as channel:
         rpc = channel.unary_stream(

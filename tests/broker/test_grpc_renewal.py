@@ -13,8 +13,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import grpc
-
 from broker.grpc.renewal import (
     CUSTOMIZED_RETRY_MS,
     HandleTable,
@@ -24,7 +22,8 @@ from broker.grpc.renewal import (
 )
 from codec.bodies.register import TopicConfig
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
-from tests.broker.test_grpc_service import SERVICE, Client, endpoint, in_thread, message
+from tests.broker import test_grpc_consume as consume
+from tests.broker.test_grpc_service import Client, endpoint, in_thread, message
 
 GROUP, TOPIC = "GRenew", "TRenew"
 SHORT = {
@@ -104,24 +103,7 @@ def register(client: Client) -> None:
 
 
 def receive(client: Client, *, auto_renew: bool) -> list[pb.Message]:
-    request = pb.ReceiveMessageRequest(
-        group=pb.Resource(name=GROUP),
-        message_queue=pb.MessageQueue(topic=pb.Resource(name=TOPIC), id=-1),
-        filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"),
-        batch_size=32,
-        auto_renew=auto_renew,
-    )
-    if not auto_renew:
-        request.invisible_duration.FromSeconds(20)
-    request.long_polling_timeout.FromSeconds(5)
-    with grpc.insecure_channel(f"127.0.0.1:{client.port}") as channel:
-        rpc = channel.unary_stream(
-            SERVICE + "ReceiveMessage",
-            request_serializer=lambda m: m.SerializeToString(),
-            response_deserializer=pb.ReceiveMessageResponse.FromString,
-        )
-        answers = list(rpc(request, metadata=client.metadata, timeout=30))
-    return [a.message for a in answers if a.WhichOneof("content") == "message"]
+    return consume.received(consume.receive(client, TOPIC, 20, group=GROUP, auto_renew=auto_renew))
 
 
 def ack(client: Client, got: pb.Message) -> pb.AckMessageResponse:

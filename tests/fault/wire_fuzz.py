@@ -20,6 +20,7 @@ import random
 import socket
 import struct
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from hypothesis import strategies as st
@@ -213,29 +214,34 @@ def build_frame(recipe: tuple[int, int, int]) -> bytes:
     return _BUILDERS[builder](random.Random(seed), code)
 
 
-def throw(address: str, frames: list[bytes], drain_s: float = 1.0) -> int:
-    """Send ``frames`` on one new connection, half-close, read answers until the server closes
-    or ``drain_s`` passes. Returns the bytes the server answered with. Never raises for what the
-    server does to the connection (it may close it on the first bad frame)."""
+def answered(address: str, frames: list[bytes], drain_s: float, *, quiet: bool) -> Iterator[bytes]:
+    """Send ``frames`` on one new connection, half-close, and yield what the server answers until
+    it closes, or ``drain_s`` passes (in all, or with ``quiet`` since the last byte). Never raises
+    for what the server does to the connection (it may close it on the first bad frame)."""
     host, port = split_address(address)
-    received = 0
     with socket.create_connection((host, port), timeout=5) as sock:
         try:
             sock.sendall(b"".join(frames))
             sock.shutdown(socket.SHUT_WR)
         except OSError:
-            return received
+            return
         deadline = time.monotonic() + drain_s
         while (remaining := deadline - time.monotonic()) > 0:
             sock.settimeout(remaining)
             try:
                 data = sock.recv(1 << 16)
             except (TimeoutError, OSError):
-                break
+                return
             if not data:
-                break
-            received += len(data)
-    return received
+                return
+            if quiet:
+                deadline = time.monotonic() + drain_s
+            yield data
+
+
+def throw(address: str, frames: list[bytes], drain_s: float = 1.0) -> int:
+    """The bytes the server answered ``frames`` with, read for at most ``drain_s``."""
+    return sum(len(data) for data in answered(address, frames, drain_s, quiet=False))
 
 
 ROOT = "rocketmq"  # the super user of the fuzzed broker (initAuthenticationUser)
@@ -266,29 +272,13 @@ forged_connection = st.lists(st.tuples(request_recipe, st.integers(0, 3)), min_s
 
 
 def exchange(address: str, frames: list[bytes], drain_s: float = 1.0) -> list[RemotingCommand]:
-    """Send ``frames`` on one connection, half-close, and decode what comes back until the server
-    closes or ``drain_s`` passes without a byte."""
-    host, port = split_address(address)
+    """The commands the server answered ``frames`` with, until it closes or ``drain_s`` passes
+    without a byte (a frame that does not decode ends the reading)."""
     decoder = FrameDecoder()
     answers: list[RemotingCommand] = []
-    with socket.create_connection((host, port), timeout=5) as sock:
+    for data in answered(address, frames, drain_s, quiet=True):
         try:
-            sock.sendall(b"".join(frames))
-            sock.shutdown(socket.SHUT_WR)
-        except OSError:
-            return answers
-        deadline = time.monotonic() + drain_s
-        while (remaining := deadline - time.monotonic()) > 0:
-            sock.settimeout(remaining)
-            try:
-                data = sock.recv(1 << 16)
-            except (TimeoutError, OSError):
-                break
-            if not data:
-                break
-            deadline = time.monotonic() + drain_s
-            try:
-                answers.extend(decoder.feed(data))
-            except CodecError:
-                break
+            answers.extend(decoder.feed(data))
+        except CodecError:
+            break
     return answers

@@ -7,7 +7,9 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
 import org.apache.rocketmq.client.apis.ClientConfiguration;
+import org.apache.rocketmq.client.apis.ClientException;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
@@ -107,19 +109,11 @@ public final class Consume {
         String group, int count, long deadline, boolean fail) throws Exception {
         Set<String> seen = ConcurrentHashMap.newKeySet();
         AtomicInteger attempts = new AtomicInteger();
-        PushConsumer consumer = provider.newPushConsumerBuilder()
-            .setClientConfiguration(configuration)
-            .setConsumerGroup(group)
-            .setSubscriptionExpressions(Collections.singletonMap(topic, FilterExpression.SUB_ALL))
-            .setMessageListener(view -> {
-                String body = body(view);
-                System.out.println("RECEIVED " + body + " " + view.getDeliveryAttempt());
-                System.out.flush();
-                seen.add(body);
-                attempts.accumulateAndGet(view.getDeliveryAttempt(), Math::max);
-                return fail ? ConsumeResult.FAILURE : ConsumeResult.SUCCESS;
-            })
-            .build();
+        PushConsumer consumer = startPush(provider, configuration, topic, group, view -> {
+            seen.add(body(view));
+            attempts.accumulateAndGet(view.getDeliveryAttempt(), Math::max);
+            return fail ? ConsumeResult.FAILURE : ConsumeResult.SUCCESS;
+        });
         while ((fail ? attempts.get() : seen.size()) < count && System.currentTimeMillis() < deadline) {
             Thread.sleep(100);
         }
@@ -134,32 +128,40 @@ public final class Consume {
         String group, int holdSeconds, long deadline) throws Exception {
         Set<String> seen = ConcurrentHashMap.newKeySet();
         AtomicInteger processed = new AtomicInteger();
-        PushConsumer consumer = provider.newPushConsumerBuilder()
-            .setClientConfiguration(configuration)
-            .setConsumerGroup(group)
-            .setSubscriptionExpressions(Collections.singletonMap(topic, FilterExpression.SUB_ALL))
-            .setMessageListener(view -> {
-                String body = body(view);
-                System.out.println("RECEIVED " + body + " " + view.getDeliveryAttempt());
-                System.out.flush();
-                if (seen.add(body)) {
-                    try {
-                        Thread.sleep(holdSeconds * 1000L);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                    System.out.println("PROCESSED " + body);
-                    System.out.flush();
-                    processed.incrementAndGet();
+        PushConsumer consumer = startPush(provider, configuration, topic, group, view -> {
+            String body = body(view);
+            if (seen.add(body)) {
+                try {
+                    Thread.sleep(holdSeconds * 1000L);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
                 }
-                return ConsumeResult.SUCCESS;
-            })
-            .build();
+                System.out.println("PROCESSED " + body);
+                System.out.flush();
+                processed.incrementAndGet();
+            }
+            return ConsumeResult.SUCCESS;
+        });
         while (processed.get() == 0 && System.currentTimeMillis() < deadline) {
             Thread.sleep(100);
         }
         Thread.sleep(Math.max(0, Math.min(5000, deadline - System.currentTimeMillis())));
         consumer.close();
+    }
+
+    /** A PushConsumer of every message of the topic that prints RECEIVED, then asks {@code then}. */
+    private static PushConsumer startPush(ClientServiceProvider provider, ClientConfiguration configuration,
+        String topic, String group, Function<MessageView, ConsumeResult> then) throws ClientException {
+        return provider.newPushConsumerBuilder()
+            .setClientConfiguration(configuration)
+            .setConsumerGroup(group)
+            .setSubscriptionExpressions(Collections.singletonMap(topic, FilterExpression.SUB_ALL))
+            .setMessageListener(view -> {
+                System.out.println("RECEIVED " + body(view) + " " + view.getDeliveryAttempt());
+                System.out.flush();
+                return then.apply(view);
+            })
+            .build();
     }
 
     private static String body(MessageView view) {
