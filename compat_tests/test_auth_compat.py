@@ -18,14 +18,13 @@ the real Apache RocketMQ 5.3.3 broker, both started with authentication and auth
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from broker.auth.config import LOCAL_AUTHN_METADATA, LOCAL_AUTHZ_METADATA
+from broker.auth.config import acl_conf
 from broker.auth.signature import sign_request
 from compat_tests.helpers import TARGETS
 from compat_tests.reference import REFERENCE_LIB, run_mqadmin, write_tools_yml
@@ -39,13 +38,7 @@ PROGRAM = "rmqcompat.AuthScenario"
 ROOT, ROOT_SECRET = "rocketmq", "12345678"
 TOPIC = "AuthTopic"
 CLUSTER = "DefaultCluster"
-AUTH_CONF = {
-    "authenticationEnabled": "true",
-    "authorizationEnabled": "true",
-    "authenticationMetadataProvider": LOCAL_AUTHN_METADATA,
-    "authorizationMetadataProvider": LOCAL_AUTHZ_METADATA,
-    "initAuthenticationUser": json.dumps({"username": ROOT, "password": ROOT_SECRET}),
-}
+AUTH_CONF = acl_conf(ROOT, ROOT_SECRET)
 SENT = 10
 ADDRESS = re.compile(r"\d+\.\d+\.\d+\.\d+:\d+")
 TRANSCRIPTS: dict[str, str] = {}  # what listUser, getUser, getAcl, listAcl printed, per target

@@ -23,23 +23,16 @@ number, is the figure; the producer's JVM is not counted. Ours counts the whole 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 from pathlib import Path
 
-from broker.auth.config import LOCAL_AUTHN_METADATA, LOCAL_AUTHZ_METADATA
+from broker.auth.config import acl_conf
 from compat_tests.scenario import CLIENT_LINES, run_program
 from compat_tests.targets import GatewayTarget, ReferenceTarget, Target, start_target
 
 ROOT, ROOT_SECRET = "bench-root", "bench-root-secret"
-AUTH_CONF = {
-    "authenticationEnabled": "true",
-    "authorizationEnabled": "true",
-    "authenticationMetadataProvider": LOCAL_AUTHN_METADATA,
-    "authorizationMetadataProvider": LOCAL_AUTHZ_METADATA,
-    "initAuthenticationUser": json.dumps({"username": ROOT, "password": ROOT_SECRET}),
-}
+AUTH_CONF = acl_conf(ROOT, ROOT_SECRET)
 TICKS = os.sysconf("SC_CLK_TCK")
 SETTINGS = ("acl", "tls")
 TLS_SERVER = ("tls.server.mode=enforcing",)

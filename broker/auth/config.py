@@ -14,6 +14,7 @@ Java: with authentication or authorization on, every checked request is then ref
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 
 from broker.config import BrokerConfig
@@ -23,6 +24,19 @@ logger = logging.getLogger(__name__)
 
 LOCAL_AUTHN_METADATA = "org.apache.rocketmq.auth.authentication.provider.LocalAuthenticationMetadataProvider"
 LOCAL_AUTHZ_METADATA = "org.apache.rocketmq.auth.authorization.provider.LocalAuthorizationMetadataProvider"
+
+
+def acl_conf(username: str, password: str) -> dict[str, str]:
+    """The broker keys that turn authentication and authorization on with the local metadata
+    providers and ``username`` as the super user made at start (``initAuthenticationUser``), the
+    same for our broker and the Java one."""
+    return {
+        "authenticationEnabled": "true",
+        "authorizationEnabled": "true",
+        "authenticationMetadataProvider": LOCAL_AUTHN_METADATA,
+        "authorizationMetadataProvider": LOCAL_AUTHZ_METADATA,
+        "initAuthenticationUser": json.dumps({"username": username, "password": password}),
+    }
 
 
 @dataclasses.dataclass(slots=True)

@@ -23,7 +23,7 @@ from typing import ClassVar
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from broker.auth.config import LOCAL_AUTHN_METADATA, LOCAL_AUTHZ_METADATA
+from broker.auth.config import acl_conf
 from broker.auth.signature import sign_request
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
@@ -38,11 +38,7 @@ from tests.fault.wire_fuzz import ROOT, exchange, forged_connection, forged_fram
 ROOT_SECRET = "12345678"
 AUTH_CONF = {
     **STORE_CONF,
-    "authenticationEnabled": "true",
-    "authorizationEnabled": "true",
-    "authenticationMetadataProvider": LOCAL_AUTHN_METADATA,
-    "authorizationMetadataProvider": LOCAL_AUTHZ_METADATA,
-    "initAuthenticationUser": json.dumps({"username": ROOT, "password": ROOT_SECRET}),
+    **acl_conf(ROOT, ROOT_SECRET),
 }
 FUZZ_EXAMPLES = int(os.environ.get("FAULT_AUTH_FUZZ_EXAMPLES", "1000"))  # connections
 LIVENESS_EVERY = 50
