@@ -55,7 +55,7 @@ from codec.codes import LanguageCode, request_code_name, response_code_name
 from codec.command import RemotingCommand
 from codec.properties import DELAY, REAL_TOPIC, TRAN_MSG
 from codec.versions import version_desc
-from gateway.transport.dispatch import Dispatcher
+from gateway.transport.dispatch import Dispatcher, RequestContext
 from store.dispatch import SCHEDULE_TOPIC
 
 logger = logging.getLogger(__name__)
@@ -152,13 +152,17 @@ class BrokerMetrics:
         dispatcher.observers.append(self.on_request)
 
     def on_request(
-        self, request: RemotingCommand, response: RemotingCommand | None, elapsed_ms: float
+        self,
+        ctx: RequestContext,
+        request: RemotingCommand,
+        response: RemotingCommand | None,
+        elapsed_ms: float,
     ) -> None:
         self.rpc_latency.labels(
             protocol_type="remoting",
             request_code=request_code_name(request.code).lower(),
             response_code=response_code_name(response.code).lower() if response is not None else "success",
-            is_long_polling="false",
+            is_long_polling=_flag(ctx.suspended),
             result="oneway" if request.is_oneway else "success",
             **self.base,
         ).observe(elapsed_ms)

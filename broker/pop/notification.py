@@ -13,7 +13,7 @@ returns messages.
 from __future__ import annotations
 
 from broker.controller import BrokerController
-from broker.pop.long_polling import POLLING_FULL, PopPolling
+from broker.pop.long_polling import POLLING_FULL, POLLING_SUSPENDED, PopPolling
 from broker.pop.order_info import ConsumerOrderInfoManager
 from broker.pop.pop_message import check_queue_and_group
 from broker.pop.records import PopConfig
@@ -114,6 +114,7 @@ class NotificationProcessor:
                 header.born_time + header.poll_time,
             )
             full = outcome == POLLING_FULL
+            ctx.suspended = outcome == POLLING_SUSPENDED
             if not full:
                 has_msg = self.has_msg(header)
         response_header = NotificationResponseHeader(has_msg=has_msg, polling_full=full)

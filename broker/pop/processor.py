@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 
 from broker.controller import BrokerController
-from broker.pop.long_polling import POLLING_FULL, PopPolling
+from broker.pop.long_polling import POLLING_FULL, POLLING_SUSPENDED, PopPolling
 from broker.pop.order_info import CONSUMER_ORDER_INFO_JSON, ConsumerOrderInfoManager
 from broker.pop.orderly import ack_orderly, change_orderly
 from broker.pop.pop_message import PopReader, check_pop, pop_response_fields
@@ -109,6 +109,7 @@ class PopProcessor:
                     message_filter,
                     self._deadline(header, now),
                 )
+                ctx.suspended = outcome == POLLING_SUSPENDED
                 if outcome == POLLING_FULL:
                     code = ResponseCode.POLLING_FULL
                 else:

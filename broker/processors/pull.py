@@ -99,6 +99,7 @@ class PullMessageProcessor:
                 if broker.config.long_polling_enable
                 else broker.config.short_polling_time_mills
             )
+            ctx.suspended = True
             result = await self._hold(header, plan, timeout_ms / 1000)
             code = self._code(header, result)
         self.stats.record_group_get(

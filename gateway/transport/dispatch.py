@@ -49,8 +49,8 @@ HandlerResult = RemotingCommand | None
 Handler = Callable[["RequestContext", RemotingCommand, Any], HandlerResult | Awaitable[HandlerResult]]
 #: What :meth:`Dispatcher.dispatch_nowait` hands back when the handler must wait: await it.
 Waiting = Coroutine[Any, Any, HandlerResult]
-#: Told of every request answered: (request, response or None, milliseconds it took).
-DispatchObserver = Callable[[RemotingCommand, HandlerResult, float], None]
+#: Told of every request answered: (its context, request, response or None, milliseconds it took).
+DispatchObserver = Callable[["RequestContext", RemotingCommand, HandlerResult, float], None]
 #: Checks a request before its handler (``NettyRemotingAbstract``'s request pipeline); raises
 #: :class:`RocketMQError` to refuse it.
 Guard = Callable[["RequestContext", RemotingCommand], None]
@@ -104,12 +104,17 @@ class ConnectionInfo:
 
 
 class RequestContext:
-    """What a handler knows about the request beyond the command itself."""
+    """What a handler knows about the request beyond the command itself.
 
-    __slots__ = ("connection",)
+    ``suspended`` is set by a handler that parks the request until data arrives (long polling), as
+    Java's ``RemotingCommand.setSuspended``: observers label its time with it.
+    """
+
+    __slots__ = ("connection", "suspended")
 
     def __init__(self, connection: ConnectionInfo) -> None:
         self.connection = connection
+        self.suspended = False
 
 
 class Dispatcher:
@@ -148,12 +153,12 @@ class Dispatcher:
         if route is None:
             refusal = self.guard_refusal(ctx, request)
             if refusal is not None:
-                return self._done(request, refusal, start)
+                return self._done(ctx, request, refusal, start)
             self._log_unsupported(ctx, request.code)
             response = request.make_response(
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
             )
-            return self._done(request, response, start)
+            return self._done(ctx, request, response, start)
         handler, header_type, is_async = route
         try:
             if self.guard is not None:
@@ -161,9 +166,9 @@ class Dispatcher:
             header = header_type.from_ext_fields(request.ext_fields) if header_type else None
             result = handler(ctx, request, header)
         except Exception as err:
-            return self._done(request, self._error_response(ctx, request, err), start)
+            return self._done(ctx, request, self._error_response(ctx, request, err), start)
         if not is_async and (result is None or isinstance(result, RemotingCommand)):
-            return self._done(request, result, start)
+            return self._done(ctx, request, result, start)
         return self._finish(ctx, request, typing.cast(Awaitable[HandlerResult], result), start)
 
     def guard_refusal(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
@@ -183,15 +188,17 @@ class Dispatcher:
             response = await waiting
         except Exception as err:
             response = self._error_response(ctx, request, err)
-        return self._done(request, response, start)
+        return self._done(ctx, request, response, start)
 
-    def _done(self, request: RemotingCommand, response: HandlerResult, start: float) -> HandlerResult:
+    def _done(
+        self, ctx: RequestContext, request: RemotingCommand, response: HandlerResult, start: float
+    ) -> HandlerResult:
         if request.is_oneway:
             response = None
         if self.observers:
             elapsed_ms = (time.perf_counter() - start) * 1000
             for observer in self.observers:
-                observer(request, response, elapsed_ms)
+                observer(ctx, request, response, elapsed_ms)
         return response
 
     def _error_response(

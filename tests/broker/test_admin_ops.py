@@ -275,6 +275,8 @@ async def test_prometheus_endpoint_counts_messages_in_and_out(tmp_path: Path) ->
         for i in range(7):
             await conn.invoke(send_request("PromT", f"m{i}".encode()), 3)
         await conn.invoke(pull_request("PromT", 0), 3)
+        caught_up = await conn.invoke(pull_request("PromT", 7, suspend_ms=100), 3)  # held, then answered
+        assert caught_up.code == ResponseCode.PULL_NOT_FOUND
         commit = {"consumerGroup": "cg", "topic": "PromT", "queueId": "0", "commitOffset": "2"}
         assert (await conn.invoke(request(RequestCode.UPDATE_CONSUMER_OFFSET, commit), 3)).code == 0
         exporter.refresh()
@@ -294,6 +296,10 @@ async def test_prometheus_endpoint_counts_messages_in_and_out(tmp_path: Path) ->
     assert sample(text, "rocketmq_throughput_in_total", **base) > 7 * len("m0")
     assert sample(text, "rocketmq_consumer_lag_messages", consumer_group="cg", **base) == 5
     assert sample(text, "rocketmq_rpc_latency_milliseconds_count", request_code="send_message_v2") == 7
+    for held in ("false", "true"):  # Java labels a request parked by long polling (isSuspended)
+        assert sample(
+            text, "rocketmq_rpc_latency_milliseconds_count", request_code="pull_message", is_long_polling=held
+        ) == 1
     assert re.search(r"^rocketmq_topic_number\{.*\} \d+\.0$", text, re.M)
 
 

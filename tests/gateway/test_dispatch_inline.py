@@ -76,7 +76,7 @@ def _dispatcher() -> Dispatcher:
 async def test_dispatch_nowait_completes_what_need_not_wait_and_defers_the_rest() -> None:
     d = _dispatcher()
     seen: list[tuple[int, int | None]] = []
-    d.observers.append(lambda req, resp, ms: seen.append((req.code, None if resp is None else resp.code)))
+    d.observers.append(lambda _c, req, resp, _t: seen.append((req.code, None if resp is None else resp.code)))
     done = d.dispatch_nowait(CTX, RemotingCommand.request(ECHO, body=b"hi"))
     assert isinstance(done, RemotingCommand)
     assert done.body == b"hi"
