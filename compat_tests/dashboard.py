@@ -26,6 +26,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 
 from compat_tests.reference import stop
+from compat_tests.scenario import TEST_JVM_OPTIONS
 from gateway.testing.ports import free_port
 
 CACHE = Path(os.environ.get("DASHBOARD_CACHE", Path.home() / ".cache" / "rocketmq-gateway" / "dashboard"))
@@ -75,7 +76,7 @@ class Dashboard:
                     "java",
                     "-Xms128m",
                     "-Xmx384m",
-                    "-XX:+UseSerialGC",
+                    *TEST_JVM_OPTIONS,
                     f"-Duser.home={workdir}",
                     "-jar",
                     str(JAR),

@@ -31,7 +31,14 @@ import pytest
 
 from compat_tests.golden_servers import free_port
 from compat_tests.reference import REFERENCE_LIB
-from compat_tests.scenario import CLIENT_LINES, ScenarioProcess, of, run_scenario, start_scenario
+from compat_tests.scenario import (
+    CLIENT_LINES,
+    TEST_JVM_OPTIONS,
+    ScenarioProcess,
+    of,
+    run_scenario,
+    start_scenario,
+)
 from compat_tests.targets import GatewayTarget, ReferenceTarget, Target, start_target
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
@@ -110,7 +117,8 @@ def _run_batch(namesrv: str, commands: dict[str, list[str]], home: Path) -> dict
     stdin = "".join("\t".join([name, *args, "-n", namesrv]) + "\n" for name, args in commands.items())
     classes = batch_classes(home.parent)
     result = subprocess.run(
-        ["java", "-Xmx256m", f"-Duser.home={home}", "-cp", f"{classes}:{REFERENCE_LIB}/*", "MqadminBatch"],
+        ["java", "-Xmx256m", *TEST_JVM_OPTIONS, f"-Duser.home={home}",
+         "-cp", f"{classes}:{REFERENCE_LIB}/*", "MqadminBatch"],
         input=stdin,
         capture_output=True,
         text=True,
@@ -505,3 +513,6 @@ def test_prometheus_counters_follow_the_load(runs: dict[str, Run], name: str) ->
     ) - counter_sum(run.metrics_before, "rocketmq_messages_out_total", consumer_group=GROUP, **labels)
     assert put >= run.sent_between, (put, run.sent_between)  # a producer retry may store a message twice
     assert got >= run.consumed_between, (got, run.consumed_between)
+    # The caught-up consumer's pulls were parked until the load arrived: timed as long polling.
+    held = {"request_code": "pull_message", "is_long_polling": "true"}
+    assert counter_sum(run.metrics_after, "rocketmq_rpc_latency_milliseconds_count", **held) > 0

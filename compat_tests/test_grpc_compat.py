@@ -45,6 +45,7 @@ from compat_tests.reference import (
     topic_route,
     wait_for_line,
 )
+from compat_tests.scenario import TEST_JVM_OPTIONS
 from gateway.transport.client import connect
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
@@ -173,6 +174,7 @@ def run_java(
         [
             "java",
             "-Xmx128m",
+            *TEST_JVM_OPTIONS,
             f"-Duser.home={target.home}",
             *(f"-D{k}={v}" for k, v in (properties or {}).items()),
             "-cp",

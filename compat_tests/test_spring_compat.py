@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.scenario import Event, java_env, of, parse_events
+from compat_tests.scenario import TEST_JVM_OPTIONS, Event, java_env, of, parse_events
 from compat_tests.targets import Target, start_target
 from compat_tests.test_admin_compat import broker_addr, mqadmin_batch
 
@@ -44,7 +44,7 @@ def spring_argv(target: Target, home: Path) -> list[str]:
     if not (classes / "rmqspring" / "SpringScenario.class").is_file():
         raise FileNotFoundError(f"{classes}: not compiled; run scripts/setup-spring.sh")
     return [
-        "java", "-Xmx256m", "-XX:+UseSerialGC", f"-Duser.home={home}",
+        "java", "-Xmx256m", *TEST_JVM_OPTIONS, f"-Duser.home={home}",
         f"-Drocketmq.client.logRoot={home / 'logs'}", f"-Dscenario.timeout={SCENARIO_S:g}",
         "-cp", f"{classes}:{lib}/*", "rmqspring.SpringScenario",
         f"--rocketmq.name-server={target.namesrv_addr}", "--rocketmq.producer.group=springPG",

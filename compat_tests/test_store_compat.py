@@ -32,6 +32,7 @@ import pytest
 from codec.message import MessageRecord, decode_record
 from codec.properties import KEYS, TAGS, UNIQ_KEY, encode_properties
 from compat_tests.reference import REFERENCE_LIB, ReferenceServers
+from compat_tests.scenario import TEST_JVM_OPTIONS
 from compat_tests.store_checks import COUNT, SMALL_STORE, check_real_store, store_config
 from store.message_store import MessageStore
 from store.metadata import TOPICS_JSON, data_version, topic_config_entry
@@ -57,8 +58,8 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run_scenario(classes: Path, home: Path, *args: str, timeout: float = 120) -> list[list[str]]:
     result = subprocess.run(
-        ["java", "-Xmx128m", f"-Duser.home={home}", "-cp", f"{classes}{os.pathsep}{REFERENCE_LIB}/*",
-         "StoreScenario", *args],
+        ["java", "-Xmx128m", *TEST_JVM_OPTIONS, f"-Duser.home={home}",
+         "-cp", f"{classes}{os.pathsep}{REFERENCE_LIB}/*", "StoreScenario", *args],
         capture_output=True, timeout=timeout, check=False,
     )  # fmt: skip
     text = result.stdout.decode("utf-8", errors="replace")

@@ -59,7 +59,7 @@ def produce(namesrv: str, home: Path, count: int, setting: str, on: bool) -> Non
         args |= {"ak": ROOT, "sk": ROOT_SECRET}
     props = TLS_CLIENT if setting == "tls" and on else ()
     events = run_program(
-        "rmqcompat.AuthScenario", CLIENT_LINES[-1], "produce", namesrv, home, 600, args, props
+        "rmqcompat.AuthScenario", CLIENT_LINES[-1], "produce", namesrv, home, 600, args, props, jvm_options=()
     )
     sent = sum(1 for e in events if e.get("event") == "sent")
     if sent != count:

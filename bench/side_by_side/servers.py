@@ -306,6 +306,7 @@ class Reference:
             broker_ip1="127.0.0.1",
             namesrv_addr_for_broker=f"127.0.0.1:{namesrv_port}",
             extra_conf=(SYNC_FLUSH_CONF,) if self.sync_flush else (),
+            test_jvm=False,  # the JVM's own defaults, as RocketMQ's start scripts run it
         )
         started = time.perf_counter()
         try:
