@@ -148,7 +148,8 @@ class ConsumeQueue:
         if expect != current:
             return False
         mf.reserve(mf.wrote_position + CQ_STORE_UNIT_SIZE)
-        UNIT.pack_into(mf.mm, mf.wrote_position, commit_log_offset, size, tags_code)
+        # Written as Java's default (putConsumeQueueDataByFileChannel) does: see MappedFile.write_at.
+        mf.write_at(mf.wrote_position, UNIT.pack(commit_log_offset, size, tags_code))
         mf.wrote_position += CQ_STORE_UNIT_SIZE
         self.max_physic_offset = commit_log_offset + size
         return True

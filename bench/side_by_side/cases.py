@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.side_by_side.driver import GRPC_DRIVER, run_driver
+from bench.side_by_side.official import run_official, warmup_lines
 from bench.side_by_side.servers import Target, create_topic, memory_kib, stored_messages
 
 TOPIC_QUEUES = 8
@@ -190,6 +191,40 @@ def lookups_1_connection(target: Target, p: Params, topic: str) -> dict[str, Any
     return _lookups(target, p, topic, 1, LOOKUP_CONNECTIONS)
 
 
+def _official(target: Target, p: Params, topic: str, program: str, *options: str) -> dict[str, Any]:
+    """RocketMQ's own ``program`` on a topic of :data:`TOPIC_QUEUES` queues with ``--size`` bodies,
+    like our rows (bench/side_by_side/official.py measures it)."""
+    create_topic(target.broker_addr, target.namesrv_addr, topic, TOPIC_QUEUES)
+    args = ["-n", target.namesrv_addr, "-t", topic, "-s", str(p.size), *options]
+    return run_official(program, target.pids(), warmup_lines(p.warmup_s), args).metrics()
+
+
+def official_sync_1(target: Target, p: Params, topic: str) -> dict[str, Any]:
+    return _official(target, p, topic, "Producer", "-w", "1")
+
+
+def official_sync_16(target: Target, p: Params, topic: str) -> dict[str, Any]:
+    return _official(target, p, topic, "Producer", "-w", "16")
+
+
+def official_async(target: Target, p: Params, topic: str) -> dict[str, Any]:
+    """``-y true``: one thread sending asynchronously, held back only while the client's async
+    executor queues over 10,000 sends (Producer.MAX_LENGTH_ASYNC_QUEUE)."""
+    return _official(target, p, topic, "Producer", "-y", "true")
+
+
+def official_batch(target: Target, p: Params, topic: str) -> dict[str, Any]:
+    return _official(target, p, topic, "BatchProducer", "-w", "16", "-b", "16")
+
+
+def official_defaults(target: Target, p: Params, topic: str) -> dict[str, Any]:
+    """Producer with its own defaults but 16 threads: 128-byte bodies to the BenchmarkTest topic,
+    which both brokers create at start with 1,024 queues (TopicConfigManager)."""
+    del topic  # the program's default topic
+    args = ["-n", target.namesrv_addr, "-w", "16"]
+    return run_official("Producer", target.pids(), warmup_lines(p.warmup_s), args).metrics()
+
+
 def idle_memory(target: Target) -> dict[str, Any]:
     """RSS of every server process once started and idle, anonymous apart from mapped files."""
     time.sleep(IDLE_SETTLE_S)
@@ -217,6 +252,15 @@ CASES: dict[str, Case] = {
             lookups_1_connection,
         ),
         Case("rate2000", f"latency at {FIXED_RATE:,} msgs/s (8 threads, sync)", fixed_rate),
+        Case("official_sync1", "official Producer, sync, 1 thread", official_sync_1),
+        Case("official_sync16", "official Producer, sync, 16 threads", official_sync_16),
+        Case("official_async", "official Producer -y true (async, 1 thread)", official_async),
+        Case("official_batch", "official BatchProducer, 16 threads x 16", official_batch),
+        Case(
+            "official_defaults16",
+            "official Producer, 16 threads, its defaults (128 B, BenchmarkTest: 1,024 queues)",
+            official_defaults,
+        ),
         Case("grpc_send", f"gRPC sync send, {GRPC_SEND_THREADS} threads", grpc_send, grpc=True),
         Case(
             "grpc_receive",
@@ -226,4 +270,6 @@ CASES: dict[str, Case] = {
         ),
     )
 }
-DEFAULT_CASES = tuple(CASES)
+OFFICIAL_CASES = tuple(name for name in CASES if name.startswith("official_"))
+# The official programs need a mirror of apache/rocketmq to build: selected by name only.
+DEFAULT_CASES = tuple(name for name in CASES if name not in OFFICIAL_CASES)

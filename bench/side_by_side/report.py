@@ -13,7 +13,16 @@ from typing import Any
 
 from bench.side_by_side.cases import CASES
 
-THROUGHPUT_METRICS = ("msgs_per_s", "server_cpu_us_per_msg", "p50_ms", "p99_ms", "p999_ms", "other_cores")
+THROUGHPUT_METRICS = (
+    "msgs_per_s",
+    "server_cpu_us_per_msg",
+    "p50_ms",
+    "p99_ms",
+    "p999_ms",
+    "other_cores",
+    "avg_rt_ms",
+    "failed",
+)
 MEMORY_METRICS = ("rss_mib", "anon_mib", "file_mib")
 SERVER_METRICS = {
     "startup": ("ready_s", "first_send_s"),
@@ -35,6 +44,29 @@ SERVER_LABELS = {  # (case, metric): (row label, digits)
     ("grpc_memory", "file_mib"): ("    of which mapped files (MiB)", 1),
 }
 TARGETS = ("ours", "reference")
+# Each official program's row beside the row of our driver meant to measure the same thing.
+OFFICIAL_TWINS = {
+    "official_sync1": "sync1",
+    "official_sync16": "sync16",
+    "official_async": "async",
+    "official_batch": "batch",
+}
+# How the official programs' rows differ from our driver's, read from their sources (5.3.3).
+OFFICIAL_DIFFERENCES = (
+    "request headers in RocketMQ's binary serialization (the programs set "
+    "`rocketmq.serialize.type=ROCKETMQ`); our driver's client sends JSON headers",
+    "the rate of a line is over the last 9 s of one-second snapshots, after a warm-up of "
+    "`--warmup` lines beyond the 10 s before the first line; our driver: `--duration` s after "
+    "`--warmup` s",
+    "Producer -y true is one thread whose sends queue in the client's async executor (2 threads "
+    "here) while under 10,000 wait; a send still queued after 3 s fails without being sent "
+    "(`DEFAULT ASYNC send call timeout`), so a broker slower than ~3,300 sends/s sees the rate "
+    "collapse; our `async` row bounds 1,024 sends in flight from 4 threads",
+    "no RT percentiles (the programs print average and max RT only)",
+    "the same otherwise: bodies of `--size` bytes (their default 128 B: the `official_defaults16` "
+    "row), no keys, tags or properties, compression off, no trace, sendLatencyFaultEnable off, "
+    "a topic of 8 queues (their default BenchmarkTest has 1,024, created at start by both brokers)",
+)
 
 
 def _stats(values: list[float]) -> dict[str, float]:
@@ -116,6 +148,7 @@ def render_table(summary: dict[str, Any], meta: dict[str, Any]) -> str:
             f"| {_cell(summary, name, 'reference', 'p99_ms', 2)} "
             f"| {_ratio(summary, name, 'p99_ms')} | {' / '.join(_fmt(n, 2) for n in noise)} |"
         )
+    lines += _official_lines(summary)
     if set(summary) & set(SERVER_METRICS):
         lines += ["", "| server | ours | reference | ratio |", "|---|---|---|---|"]
         for (case, metric), (label, digits) in SERVER_LABELS.items():
@@ -133,6 +166,36 @@ def render_table(summary: dict[str, Any], meta: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _official_lines(summary: dict[str, Any]) -> list[str]:
+    """For official rows: the failed sends and average RT, each official row over its twin row of
+    our driver on the same target, and how the two differ."""
+    names = [n for n in CASES if n.startswith("official_") and n in summary]
+    if not names:
+        return []
+    lines = [
+        "",
+        "| official program | ours avg RT ms | reference avg RT ms | ours failed sends | reference failed "
+        "| our driver's row | official / driver, ours | official / driver, reference |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name in names:
+        twin = OFFICIAL_TWINS.get(name)
+        per_target = []
+        for target in TARGETS:
+            official = summary[name].get(target, {}).get("msgs_per_s", {}).get("median")
+            driver = summary.get(twin or "", {}).get(target, {}).get("msgs_per_s", {}).get("median")
+            per_target.append(f"{official / driver:.2f}×" if official is not None and driver else "-")
+        lines.append(
+            f"| {CASES[name].title} | {_cell(summary, name, 'ours', 'avg_rt_ms', 2)} "
+            f"| {_cell(summary, name, 'reference', 'avg_rt_ms', 2)} "
+            f"| {_cell(summary, name, 'ours', 'failed')} | {_cell(summary, name, 'reference', 'failed')} "
+            f"| {CASES[twin].title if twin else '-'} | {' | '.join(per_target)} |"
+        )
+    lines += ["", "The official rows differ from our driver's in:"]
+    lines += [f"- {item}" for item in OFFICIAL_DIFFERENCES]
+    return lines
 
 
 def render_chart(summary: dict[str, Any], meta: dict[str, Any], path: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 from codec.hashing import tags_code
 from codec.message import BLANK_MAGIC_CODE, MessageRecord, decode_record, iter_records, peek_record
 from codec.properties import KEYS, TAGS, UNIQ_KEY, decode_properties, encode_properties
+from store.consume_queue import ConsumeQueue
 from store.message_filter import TagsCodeFilter
 from store.message_store import MessageStore
 from store.metadata import consumer_offsets, load_json_file, persist_json_file
@@ -203,3 +204,27 @@ def test_cleanup_deletes_old_segments_and_advances_min_offsets(tmp_path: Path, c
         assert moved.status is GetMessageStatus.OFFSET_TOO_SMALL
         newest = store.get_message("Old", 0, count - 1, 32)
         assert bodies(newest.body()) == [message("Old", 0, count - 1, size=1000).body]
+
+
+def test_consume_queue_units_written_with_pwrite_are_seen_by_the_mapping_and_a_reopen(tmp_path: Path) -> None:
+    """Units go to the file with ``pwrite`` (MappedFile.write_at, as Java's
+    putConsumeQueueDataByFileChannel); reads go through the mapping, which shares the page cache,
+    and a flushed queue reopens with the same units."""
+    queue = ConsumeQueue(str(tmp_path), "BenchmarkTest", 1023, 20 * 64)
+    for n in range(100):  # crosses a file boundary: 64 units per file
+        assert queue.put(n, 1000 + 50 * n, 50, n)
+    assert [queue.get(n) for n in (0, 63, 64, 99)] == [
+        (1000, 50, 0),
+        (4150, 50, 63),
+        (4200, 50, 64),
+        (5950, 50, 99),
+    ]
+    assert queue.max_offset == 100
+    queue.flush()
+    queue.close()
+    again = ConsumeQueue(str(tmp_path), "BenchmarkTest", 1023, 20 * 64)
+    again.load()
+    assert again.recover()
+    assert again.max_offset == 100
+    assert again.get(99) == (5950, 50, 99)
+    again.close()
