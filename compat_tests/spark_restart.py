@@ -43,6 +43,9 @@ QUEUES = 2  # per broker
 PER_TRIGGER = 4
 FIRST, DURING, AFTER = 24, 8, 8
 STEP_S = 120.0
+# The first send to a real broker just restarted took over the client's 5 s default on a loaded
+# 2-core machine (its JVM still warming up); a timed-out send is an error, not a retry.
+SEND_TIMEOUT_MS = 20000
 PROGRESS_S = 180.0  # a few micro-batches on a loaded 2-core machine with three servers running
 # A query whose Python worker did not connect back within Spark's fixed 10 s on the loaded machine
 # dies while INITIALIZING, before reading anything; it is started again from its checkpoint.
@@ -126,7 +129,7 @@ class KeysStream:
 def _produce(cluster: Cluster, home: Path, count: int, prefix: str) -> list[Event]:
     events = run_scenario(
         LINE, "produce", cluster.namesrv_addr, home, STEP_S, topic=TOPIC, count=count, mode="sync",
-        keys_prefix=prefix, group="sparkRestartProducer",
+        keys_prefix=prefix, group="sparkRestartProducer", send_timeout_ms=SEND_TIMEOUT_MS,
     )  # fmt: skip
     assert not of(events, "send_error"), of(events, "send_error")[:3]
     sent = of(events, "sent")
