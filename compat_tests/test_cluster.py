@@ -10,189 +10,37 @@ clients of both lines.
   restarted on its store every acknowledged message (every ``sent`` event) is delivered.
 
 Both scenarios run against our gateway and against the real Apache RocketMQ 5.3.3 NameServer and
-two real brokers (``compat_tests/reference.py``'s launcher, the second broker registering to the
-first one's NameServer), with identical assertions. ``test_compose_cluster`` runs
+two real brokers (:mod:`compat_tests.clusters`), with identical assertions. ``test_compose_cluster`` runs
 ``docker/compose.yaml`` itself.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 import pytest
 
-from compat_tests.reference import ReferenceServers, free_port, run_mqadmin
+from compat_tests.clusters import BROKERS, READY_S, REPO, Cluster, create_topic, running_cluster
+from compat_tests.reference import free_port, run_mqadmin
 from compat_tests.scenario import CLIENT_LINES, Event, done, of, run_scenario, start_scenario
 from gateway.testing.probe import wait_ready
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parent.parent
-BROKERS = ("broker-a", "broker-b")
-READY_S = 60.0  # the real 5.3.3 broker registers seconds after "boot success"
 STEP_S = 120.0
 BEFORE_KILL = 300  # acknowledged sends before broker-b is killed
 LONG_RUN = 6000  # the producer's whole run: goes on well after the kill
 TAIL = 500  # the last sends of the run must all be on the survivor
 
 
-class Cluster(Protocol):
-    @property
-    def namesrv_addr(self) -> str: ...
-
-    def start_broker(self, name: str) -> None: ...
-
-    def kill(self, name: str) -> None: ...
-
-    def stop(self) -> None: ...
-
-
-@dataclass
-class GatewayCluster:
-    """One ``rmq-gateway namesrv`` and two ``rmq-gateway broker`` subprocesses in ``workdir``;
-    every one listens on 127.0.0.1."""
-
-    workdir: Path
-    namesrv_port: int = field(default_factory=lambda: free_port(("127.0.0.1",)))
-    broker_ports: dict[str, int] = field(default_factory=dict)
-    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
-
-    @property
-    def namesrv_addr(self) -> str:
-        return f"127.0.0.1:{self.namesrv_port}"
-
-    def _spawn(self, name: str, argv: list[str]) -> None:
-        with (self.workdir / f"{name}.log").open("ab") as log:
-            self.procs[name] = subprocess.Popen(
-                [sys.executable, "-m", "gateway.cli", *argv],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=REPO,
-                env={**os.environ, "HOME": str(self.workdir)},
-            )
-
-    def start_namesrv(self) -> None:
-        conf = self.workdir / "namesrv.conf"
-        conf.write_text(f"kvConfigPath={self.workdir / 'kvConfig.json'}\n")
-        self._spawn("namesrv", ["namesrv", "--namesrv-port", str(self.namesrv_port), "-c", str(conf)])
-
-    def start_broker(self, name: str) -> None:
-        port = self.broker_ports.setdefault(name, free_port(("127.0.0.1",), offsets=(-2, 0)))  # VIP at - 2
-        conf = self.workdir / f"{name}.conf"
-        conf.write_text(
-            f"brokerClusterName=DefaultCluster\nbrokerName={name}\nbrokerId=0\nbrokerIP1=127.0.0.1\n"
-            f"listenPort={port}\nflushDiskType=SYNC_FLUSH\nmappedFileSizeCommitLog={64 * 1024 * 1024}\n"
-        )
-        self._spawn(
-            name,
-            [
-                "broker",
-                "--broker-port",
-                str(port),
-                "--grpc-port",
-                "0",
-                "--store",
-                str(self.workdir / name),
-                "--namesrv-addr",
-                self.namesrv_addr,
-                "-c",
-                str(conf),
-            ],
-        )
-
-    def kill(self, name: str) -> None:
-        proc = self.procs[name]
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
-
-    def stop(self) -> None:
-        for proc in reversed(list(self.procs.values())):
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in self.procs.values():
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
-
-
-class ReferenceCluster:
-    """The real NameServer with broker-a (one ``ReferenceServers``) and a real broker-b
-    registering to it (a second one, its NameServer unused), SYNC_FLUSH as ours."""
-
-    def __init__(self, workdir: Path) -> None:
-        conf = (
-            "flushDiskType=SYNC_FLUSH",
-            # A send may wait this long in the broker's send queue before the broker answers
-            # SYSTEM_BUSY "[TIMEOUT_CLEAN_QUEUE]" (BrokerConfig, default 200 ms), which the 4.9.8
-            # client does not retry; seen with both brokers fsyncing on a loaded 2-core machine.
-            "waitTimeMillsInSendQueue=3000",
-        )
-        self.a = ReferenceServers.on_loopback(workdir / "a", broker_name="broker-a", extra_conf=conf)
-        self.b = ReferenceServers.on_loopback(
-            workdir / "b",
-            broker_name="broker-b",
-            extra_conf=conf,
-            namesrv_addr_for_broker=self.a.namesrv_addr,
-        )
-        self.servers = {"broker-a": self.a, "broker-b": self.b}
-        for servers in self.servers.values():
-            servers.workdir.mkdir(parents=True)
-        self.a.start_namesrv()
-
-    @property
-    def namesrv_addr(self) -> str:
-        return self.a.namesrv_addr
-
-    def start_broker(self, name: str) -> None:
-        self.servers[name].start_broker()
-
-    def kill(self, name: str) -> None:
-        broker = self.servers[name].broker
-        assert broker is not None
-        broker.kill()
-        broker.wait(10)
-
-    def stop(self) -> None:
-        self.b.stop()
-        self.a.stop()
-
-
-def start_cluster(kind: str, workdir: Path) -> Cluster:
-    if kind == "reference":
-        return ReferenceCluster(workdir)
-    gateway = GatewayCluster(workdir)
-    gateway.start_namesrv()
-    return gateway
-
-
 @pytest.fixture(params=["gateway", "reference"])
 def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cluster]:
-    workdir = tmp_path / "cluster"
-    workdir.mkdir()
-    started = start_cluster(request.param, workdir)
-    try:
-        for name in BROKERS:
-            started.start_broker(name)
-        wait_ready(started.namesrv_addr, READY_S, min_brokers=2)
+    with running_cluster(request.param, tmp_path / "cluster") as started:
         yield started
-    finally:
-        started.stop()
-
-
-def create_topic(cluster: Cluster, topic: str, home: Path) -> None:
-    out = run_mqadmin(cluster.namesrv_addr, "updateTopic", "-c", "DefaultCluster", "-t", topic, home=home)
-    assert out.count("create topic to") == 2, out
-    wait_ready(cluster.namesrv_addr, READY_S, min_brokers=2, topic=topic)
 
 
 def short(line: str) -> str:
