@@ -206,6 +206,10 @@ def _slices(
         return pa.py_buffer(b"")
     widest = int(lens.max())
     fits = int(pos.max()) + widest <= len(data)  # _gather would clip a row that runs past the end
+    if fits and int(lens.min()) == widest:
+        # One length (bodies of a load test, fixed-size payloads): the rows are the result, one
+        # numpy copy (~0.3 us per 1 KiB range against ~3 us for slices joined).
+        return pa.py_buffer(_gather(data, pos, widest))
     if fits and widest <= _PAD_MAX_WIDTH and widest * len(pos) <= 2 * total + _PAD_SLACK * len(pos):
         # Lengths alike (topics, properties of one producer): copy a fixed-width row per range,
         # then keep each row's first len bytes.
