@@ -152,16 +152,22 @@ def _gather(data: np.ndarray[Any, Any], pos: np.ndarray[Any, Any], width: int) -
 
 
 def validate(
-    data: np.ndarray[Any, Any], segment_start: int, heads: Heads, check_crc: bool
+    data: np.ndarray[Any, Any], segment_start: int | None, heads: Heads, check_crc: bool
 ) -> tuple[int, np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """How many leading records are whole, and each record's topic/properties positions and lengths."""
+    """How many leading records are whole, and each record's topic/properties positions and lengths.
+
+    ``segment_start`` None: the records are not at their stored positions (a pull response), so
+    PHYSICALOFFSET is not checked against them.
+    """
     c = heads.cols
     starts = heads.starts
     ends = starts + c["total"]
     body_len = c["body_len"]
     topic_len_pos = heads.body_pos + body_len
     v2 = c["magic"] == MESSAGE_MAGIC_CODE_V2
-    ok = (c["phys"] == segment_start + starts) & (body_len >= 0) & (topic_len_pos + 1 + v2 <= ends)
+    ok = (body_len >= 0) & (topic_len_pos + 1 + v2 <= ends)
+    if segment_start is not None:
+        ok &= c["phys"] == segment_start + starts
     raw_tl = _gather(data, topic_len_pos, 2)
     topic_len = np.where(v2, raw_tl.view(">i2").reshape(-1).astype(np.int64), raw_tl[:, 0].astype(np.int64))
     topic_pos = topic_len_pos + 1 + v2
@@ -200,6 +206,10 @@ def _slices(
         return pa.py_buffer(b"")
     widest = int(lens.max())
     fits = int(pos.max()) + widest <= len(data)  # _gather would clip a row that runs past the end
+    if fits and int(lens.min()) == widest:
+        # One length (bodies of a load test, fixed-size payloads): the rows are the result, one
+        # numpy copy (~0.3 us per 1 KiB range against ~3 us for slices joined).
+        return pa.py_buffer(_gather(data, pos, widest))
     if fits and widest <= _PAD_MAX_WIDTH and widest * len(pos) <= 2 * total + _PAD_SLACK * len(pos):
         # Lengths alike (topics, properties of one producer): copy a fixed-width row per range,
         # then keep each row's first len bytes.
@@ -226,10 +236,12 @@ def var_array(
     return arr
 
 
-def select_rows(topic: pa.Array, heads: Heads, count: int, row_filter: RowFilter) -> np.ndarray[Any, Any]:
-    """Indices (among the first ``count`` records) that pass ``row_filter``."""
+def select_rows(
+    topic: pa.Array, heads: Heads, count: int, row_filter: RowFilter, keep: np.ndarray[Any, Any] | None = None
+) -> np.ndarray[Any, Any]:
+    """Indices (among the first ``count`` records) that pass ``row_filter`` and are set in ``keep``."""
     c = heads.cols
-    mask = np.ones(count, dtype=bool)
+    mask = np.ones(count, dtype=bool) if keep is None else keep[:count].copy()
     if row_filter.topics is not None:
         mask &= pc.is_in(topic, value_set=pa.array(sorted(row_filter.topics), pa.string())).to_numpy(
             zero_copy_only=False

@@ -16,21 +16,24 @@ Bodies stored compressed (``COMPRESSED_FLAG``) are inflated as a consumer does.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import time
+from array import array
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from codec.codes import ResponseCode
-from codec.message import MessageRecord, MessageSysFlag
-from codec.message_id import encode_offset_msg_id
-from codec.properties import KEYS, TAGS, UNIQ_KEY, decode_properties
-from spark.bodies import inflate
+from codec.message import MessageRecord
+from codec.properties import TAGS, decode_properties
+from spark import columns as col
 from spark.network import QueueRange
-from spark.remote import PULL_BATCH, Connection, RemoteError, pull
+from spark.records import STOP_RANGE, walk
+from spark.remote import PULL_BATCH, Connection, PullResult, RemoteError, pull
+from spark.scan import MAP_TYPE, build_batch
 
 logger = logging.getLogger(__name__)
 
@@ -47,10 +50,9 @@ def arrow_schema(schema: Any) -> pa.Schema:
     return to_arrow_schema(schema, timezone="UTC")
 
 
-def pull_records(
-    r: QueueRange, subscription: str, tags: frozenset[str] | None, timeout_s: float
-) -> Iterator[MessageRecord]:
-    """The records of ``r`` in queue order (module docstring); raises :class:`RemoteError`."""
+def pull_bodies(r: QueueRange, subscription: str, timeout_s: float) -> Iterator[tuple[int, bytes]]:
+    """``(offset pulled, records as sent)`` of each SUCCESS answer for ``r``, in queue order (module
+    docstring); the records may reach past ``r.end`` or miss the tags. Raises :class:`RemoteError`."""
     q = r.route
     offset = r.start
     stalls = 0
@@ -72,9 +74,7 @@ def pull_records(
                 time.sleep(PULL_PAUSE_S)
                 continue
             if result.code == ResponseCode.SUCCESS:
-                for record in result.records:
-                    if offset <= record.queue_offset < r.end and _tag_matches(record, tags):
-                        yield record
+                yield offset, result.body
             elif result.code == ResponseCode.PULL_OFFSET_MOVED:
                 logger.warning(
                     "rocketmq: %s %s:%d offset %d moved to %d (queue now [%d, %d))",
@@ -97,10 +97,14 @@ def pull_records(
             conn.close()
 
 
-def _tag_matches(record: MessageRecord, tags: frozenset[str] | None) -> bool:
-    if tags is None:
-        return True
-    return decode_properties(record.properties).get(TAGS) in tags
+def pull_records(
+    r: QueueRange, subscription: str, tags: frozenset[str] | None, timeout_s: float
+) -> Iterator[MessageRecord]:
+    """The records of ``r`` in queue order, decoded one by one (what a pull consumer receives)."""
+    for offset, body in pull_bodies(r, subscription, timeout_s):
+        for record in PullResult(ResponseCode.SUCCESS, 0, 0, 0, body).records():
+            if offset <= record.queue_offset < r.end and _tag_matches(record, tags):
+                yield record
 
 
 def read_queue_range(
@@ -111,71 +115,64 @@ def read_queue_range(
     include_body: bool,
     timeout_s: float,
 ) -> Iterator[pa.RecordBatch]:
-    """Arrow batches (``schema``: the requested columns) of the records of ``r``."""
-    rows: list[MessageRecord] = []
-    for record in pull_records(r, subscription, tags, timeout_s):
-        rows.append(record)
-        if len(rows) >= BATCH_ROWS:
-            yield build_batch(rows, r.route.broker, schema, include_body)
-            rows = []
+    """Arrow batches (``schema``: the requested columns) of the records of ``r``.
+
+    The pulled bytes are kept as the broker sent them (stored records back to back) and decoded
+    a batch at a time by the file reader's columnar code (:func:`spark.scan.build_batch`), so a
+    row costs a few numpy and Arrow operations, not a Python object per field.
+    """
+    projection = col.Projection(names=schema.names, schema=schema, include_body=include_body, check_crc=False)
+    bodies: list[bytes] = []
+    starts: list[array[int]] = []
+    floors: list[int] = []
+    rows = 0
+    for offset, body in pull_bodies(r, subscription, timeout_s):
+        found, _, why = walk(body, 0, len(body))
+        if why != STOP_RANGE:
+            raise RemoteError(f"rocketmq: bad pull response from {r.route.addr}: a record is cut short")
+        bodies.append(body)
+        starts.append(found)
+        floors.append(offset)
+        rows += len(found)
+        if rows >= BATCH_ROWS:
+            yield from _decode(bodies, starts, floors, r, projection, tags)
+            bodies, starts, floors, rows = [], [], [], 0
     if rows:
-        yield build_batch(rows, r.route.broker, schema, include_body)
+        yield from _decode(bodies, starts, floors, r, projection, tags)
 
 
-def build_batch(
-    records: list[MessageRecord], broker: str, schema: pa.Schema, include_body: bool
-) -> pa.RecordBatch:
-    """One batch of ``records``; only the columns of ``schema`` are computed (column pruning)."""
-    props = [decode_properties(m.properties) for m in records] if _needs_properties(schema) else []
-    stats: dict[str, int] = {}
-    out = []
-    for name in schema.names:
-        kind = schema.field(name).type
-        values: list[Any]
-        if name == "broker":
-            values = [broker] * len(records)
-        elif name in _KEYS:
-            values = [p.get(_KEYS[name]) for p in props]
-        elif name == "properties":
-            values = [list(p.items()) for p in props]
-        elif name in _FIELDS:
-            values = [getattr(m, _FIELDS[name]) for m in records]
-        elif name in ("born_timestamp", "store_timestamp"):
-            values = [getattr(m, name) * 1000 for m in records]  # ms to Arrow's microseconds
-        elif name == "born_host":
-            values = [_host(m.born_host, m.born_port) for m in records]
-        elif name == "store_host":
-            values = [_host(m.store_host, m.store_port) for m in records]
-        elif name == "msg_id":
-            values = [encode_offset_msg_id(m.store_host, m.store_port, m.physical_offset) for m in records]
-        elif name == "body":
-            values = [_body(m, stats) if include_body else None for m in records]
-        else:
-            raise ValueError(f"rocketmq: unknown column {name!r} in the requested schema")
-        out.append(pa.array(values, kind))
-    return pa.RecordBatch.from_arrays(out, schema=schema)
+def _decode(
+    bodies: list[bytes],
+    starts: list[array[int]],
+    floors: list[int],
+    r: QueueRange,
+    projection: col.Projection,
+    tags: frozenset[str] | None,
+) -> Iterator[pa.RecordBatch]:
+    """One batch of the pulled records that lie in ``r`` (at or past the offset each was pulled
+    from, as ``PullAPIWrapper`` keeps them) and whose ``TAGS`` match ``tags``."""
+    data = np.frombuffer(b"".join(bodies), dtype=np.uint8)
+    bases = np.cumsum([0] + [len(b) for b in bodies[:-1]], dtype=np.int64)
+    counts = [len(s) for s in starts]
+    at = np.concatenate([np.frombuffer(s, dtype=np.int64) for s in starts]) + np.repeat(bases, counts)
+    heads = col.Heads(data, at)
+    count, *positions = col.validate(data, None, heads, check_crc=False)
+    if count < len(at):
+        raise RemoteError(f"rocketmq: bad pull response from {r.route.addr}: a malformed record")
+    queue_offset = heads.cols["queue_offset"]
+    keep = (queue_offset >= np.repeat(np.array(floors, dtype=np.int64), counts)) & (queue_offset < r.end)
+    if tags is not None:
+        _, _, props_pos, props_len = positions
+        texts = col.var_array(data, props_pos, props_len, pa.string())
+        tag = col.lookup(col.properties_map(texts, MAP_TYPE), TAGS)
+        keep &= pc.is_in(tag, value_set=pa.array(sorted(tags), pa.string())).to_numpy(zero_copy_only=False)
+    everything = col.RowFilter(include_system=True)
+    batch = build_batch(data, heads, count, positions, r.route.broker, projection, everything, keep)
+    if batch is not None and batch.num_rows:
+        yield batch
 
 
-def _needs_properties(schema: pa.Schema) -> bool:
-    return any(n in _KEYS or n == "properties" for n in schema.names)
-
-
-def _host(address: bytes, port: int) -> str:
-    if len(address) == 16:
-        return f"[{ipaddress.IPv6Address(address)}]:{port}"
-    return f"{'.'.join(str(b) for b in address)}:{port}"
-
-
-def _body(m: MessageRecord, stats: dict[str, int]) -> bytes | None:
-    if m.sys_flag & MessageSysFlag.COMPRESSED_FLAG:
-        return inflate(m.body, m.sys_flag, stats)
-    return m.body
-
-
-_KEYS = {"uniq_key": UNIQ_KEY, "keys": KEYS, "tags": TAGS}
-_FIELDS = {
-    "topic": "topic", "queue_id": "queue_id", "queue_offset": "queue_offset",
-    "commit_log_offset": "physical_offset", "size": "store_size", "sys_flag": "sys_flag", "flag": "flag",
-    "body_crc": "body_crc", "reconsume_times": "reconsume_times",
-    "prepared_transaction_offset": "prepared_transaction_offset",
-}  # fmt: skip
+def _tag_matches(record: MessageRecord, tags: frozenset[str] | None) -> bool:
+    if tags is None:
+        return True
+    return decode_properties(record.properties).get(TAGS) in tags

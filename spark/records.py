@@ -59,7 +59,7 @@ STOP_ZERO = "zero"  # zeros: the end of the data written so far
 STOP_INVALID = "invalid"  # something that is not a whole record: torn or corrupt
 
 
-def walk(mm: mmap.mmap, begin: int, end: int) -> tuple[array[int], int, str]:
+def walk(mm: mmap.mmap | bytes, begin: int, end: int) -> tuple[array[int], int, str]:
     """Record starts in ``[begin, end)`` of a mapped segment, the position reached, and why it stopped.
 
     A record starting before ``end`` is included even if it extends past ``end`` (it belongs to the

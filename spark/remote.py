@@ -40,7 +40,11 @@ from codec.message import MessageRecord, iter_records
 from spark.options import OptionError
 
 DEFAULT_TIMEOUT_S = 10.0  # per call: connect, send, and the whole response
-PULL_BATCH = 32  # messages per pull: the broker's maxTransferCountOnMessageInMemory default
+# Messages asked for per pull: the largest pullBatchSize DefaultLitePullConsumer accepts. The broker
+# answers at most its maxTransferCountOnMessageInMemory (32 by default; 8 from disk) and
+# maxTransferBytesOnMessageInMemory (256 KiB): asking more costs nothing and lets a broker
+# configured for larger transfers send them (DefaultMessageStore.isTheBatchFull).
+PULL_BATCH = 1024
 READER_GROUP = "SPARK_READER"  # the consumer group named in pulls; it never heartbeats or commits
 _RECV_CHUNK = 256 * 1024
 
@@ -61,13 +65,21 @@ class QueueRoute:
 
 @dataclass(frozen=True)
 class PullResult:
-    """``PullResultExt`` in our terms: the response code, where to pull next, and the records."""
+    """``PullResultExt`` in our terms: the response code, where to pull next, and the records as
+    the broker sent them (stored records back to back; empty unless SUCCESS)."""
 
     code: int
     next_offset: int
     min_offset: int
     max_offset: int
-    records: list[MessageRecord]
+    body: bytes
+
+    def records(self) -> list[MessageRecord]:
+        """The records decoded one by one; raises :class:`RemoteError` on a malformed one."""
+        try:
+            return list(iter_records(self.body))
+        except RocketMQError as err:
+            raise RemoteError(f"rocketmq: bad pull response: {err}") from None
 
 
 class Connection:
@@ -234,10 +246,10 @@ def pull(conn: Connection, q: QueueRoute, offset: int, max_nums: int, subscripti
         raise _failed(conn.addr, f"pull of {q.topic}/{q.queue_id} at {offset}", response)
     try:
         h = response.header(PullMessageResponseHeader)
-        records = list(iter_records(response.body)) if response.code == ResponseCode.SUCCESS else []
     except RocketMQError as err:
         raise RemoteError(f"rocketmq: bad pull response from {conn.addr}: {err}") from None
-    return PullResult(response.code, h.next_begin_offset, h.min_offset, h.max_offset, records)
+    body = response.body if response.code == ResponseCode.SUCCESS else b""
+    return PullResult(response.code, h.next_begin_offset, h.min_offset, h.max_offset, body)
 
 
 _PULL_CODES = frozenset(

@@ -149,13 +149,15 @@ def build_batch(
     broker: str,
     projection: col.Projection,
     row_filter: col.RowFilter,
+    keep: np.ndarray[Any, Any] | None = None,
 ) -> pa.RecordBatch | None:
-    """One record batch of the first ``count`` records of ``heads`` that pass ``row_filter``."""
+    """One record batch of the first ``count`` records of ``heads`` that pass ``row_filter`` (and,
+    when given, are set in the boolean mask ``keep``)."""
     if not count:
         return None
     topic_pos, topic_len, props_pos, props_len = positions
     topics = col.var_array(data, topic_pos[:count], topic_len[:count], pa.string())
-    rows = col.select_rows(topics, heads, count, row_filter)
+    rows = col.select_rows(topics, heads, count, row_filter, keep)
     n = len(rows)
     schema = projection.schema
     c = heads.cols
@@ -167,7 +169,7 @@ def build_batch(
             if props_map is None:
                 texts = col.var_array(data, props_pos[rows], props_len[rows], pa.string())
                 props_map = col.properties_map(texts, schema.field("properties").type if "properties" in
-                                               schema.names else _MAP_TYPE)  # fmt: skip
+                                               schema.names else MAP_TYPE)  # fmt: skip
             out.append(props_map if name == "properties" else col.lookup(props_map, col.KEY_COLUMNS[name]))
         elif name == "broker":
             out.append(pa.array([broker] * n, kind))
@@ -201,4 +203,4 @@ _NUMERIC = {
     "sys_flag": "sys_flag", "flag": "flag", "body_crc": "crc", "reconsume_times": "reconsume",
     "prepared_transaction_offset": "prepared",
 }  # fmt: skip
-_MAP_TYPE = pa.map_(pa.field("key", pa.string(), nullable=False), pa.field("value", pa.string()))
+MAP_TYPE = pa.map_(pa.field("key", pa.string(), nullable=False), pa.field("value", pa.string()))

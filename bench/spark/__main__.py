@@ -10,7 +10,8 @@ afterwards, unless ``--store`` names one: an existing benchmark store there of a
 asked is reused, and ``--keep`` keeps it), then measures in the same run, per round
 (:mod:`bench.spark.cases`): the raw sequential read, cold (when root: page cache dropped) and
 warm; the reader alone in one process; Spark ``count()`` and a full ``noop`` scan, each with
-``includeBody`` false and true (warm), and ``count()`` without bodies cold. Prints a markdown
+``includeBody`` false and true (warm), and cold: ``count()`` with and without bodies and the
+full-row scan with bodies, each as a ratio of the cold raw read. Prints a markdown
 table and writes ``<out>/<name>.json`` and ``.md`` (:mod:`bench.spark.report`).
 """
 
@@ -96,8 +97,9 @@ def measure(built: BuiltStore, rounds: int, cores: int, cold: bool) -> tuple[lis
                 keep(cases.reader_case(built.root, body, cold=False))
                 keep(cases.spark_case(session, built.root, "count", body, cold=False))
                 keep(cases.spark_case(session, built.root, "scan", body, cold=False))
-            if cold:
-                keep(cases.spark_case(session, built.root, "count", False, cold=True))
+            if cold:  # the goal's cases: each against the cold raw read of the same round
+                for case, body in (("count", False), ("count", True), ("scan", True)):
+                    keep(cases.spark_case(session, built.root, case, body, cold=True))
         version = str(session.version)
     finally:
         session.stop()

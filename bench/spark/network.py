@@ -17,6 +17,7 @@ warming the Python workers). Prints a markdown table and writes ``<out>/<name>.m
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -25,7 +26,7 @@ from pathlib import Path
 from compat_tests.targets import start_target
 from spark.network import parse_network_options, plan_queues, subscription
 from spark.pulling import pull_records
-from spark.remote import Connection, topic_routes
+from spark.remote import PULL_BATCH, Connection, topic_routes
 from spark.testing import local_session
 from tests.spark.netdata import send
 
@@ -73,6 +74,7 @@ def main() -> None:
         "| target | send (msgs/s) | pull loop alone (msgs/s) | Spark count() (msgs/s) |",
         "|---|---|---|---|",
     ]
+    load_before = os.getloadavg()[0]
     for name in args.targets.split(","):
         with tempfile.TemporaryDirectory(prefix=f"bench-net-{name}-") as work:
             target = start_target(name, Path(work))
@@ -86,6 +88,11 @@ def main() -> None:
         n = args.messages
         lines.append(f"| {name} | {n / sent_s:,.0f} | {n / pull_s:,.0f} | {n / count_s:,.0f} |")
         print(lines[-1], flush=True)
+    lines += [
+        "",
+        f"{PULL_BATCH} messages asked per pull (each broker answers at most its own transfer limits). "
+        f"Machine load (1-min average) at start and end: {load_before:.2f} and {os.getloadavg()[0]:.2f}.",
+    ]
     text = "\n".join(lines) + "\n"
     print(text)
     Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -94,6 +94,15 @@ def markdown(meta: dict[str, Any], summary: list[dict[str, Any]]) -> str:
         lines.append(
             f"| {LABELS[s['case']]} | {body} | {s['cache']} | {rows} | {span} | {ratio} | {cpu} | {busy} |"
         )
+    goal = {(s["case"], s["include_body"]): s["ratio_to_raw"] for s in summary if s["cache"] == "cold"}
+    if goal:
+        parts = [
+            f"{label} {goal[key]:.2f}"
+            for key, label in ((("count", False), "count() without bodies"), (("count", True), "count()"),
+                               (("scan", True), "full-row read"))
+            if goal.get(key) is not None
+        ]  # fmt: skip
+        lines += ["", f"Cold, as a ratio of the cold raw read (goal 0.5): {', '.join(parts)}."]
     lines += [
         "",
         "CPU µs/msg: CPU time of the Spark JVM (driver and executor in `local` mode) and of its Python",

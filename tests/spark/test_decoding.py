@@ -11,9 +11,15 @@ import pyarrow as pa
 import pytest
 
 from codec.message import MessageRecord, encode_record
-from spark.columns import var_array
+from codec.message_id import encode_offset_msg_id
+from codec.properties import TAGS, UNIQ_KEY, encode_properties
+from spark.columns import Projection, var_array
 from spark.layout import open_map
-from spark.records import data_extents, resync, written_end
+from spark.network import QueueRange
+from spark.pulling import _decode
+from spark.records import data_extents, resync, walk, written_end
+from spark.remote import QueueRoute
+from spark.source import MESSAGE_SCHEMA, arrow_schema
 
 RNG_SEED = 17  # fixed: the same cases every run
 
@@ -33,8 +39,9 @@ def ranges(rng: np.random.Generator, lens: list[int], size: int) -> tuple[np.nda
         [5, 250, 0, 3, 70, 1] * 50,  # short and mixed: a byte index
         [1024] * 40 + [0, 3000],  # long (bodies): a slice per range
         [11] * 299 + [3],  # alike, but a fixed-width row at the last range would run past the data
+        [1024] * 40,  # one length (fixed-size bodies): the gathered rows are the values
     ],
-    ids=["alike", "mixed", "long", "alike-at-end"],
+    ids=["alike", "mixed", "long", "alike-at-end", "one-length"],
 )
 def test_var_array_copies_every_range_exactly(lengths: list[int]) -> None:
     rng = np.random.default_rng(RNG_SEED)
@@ -82,3 +89,48 @@ def test_written_end_skips_holes_and_written_zeros(tmp_path: Path) -> None:
     first_start, first_stop = data_extents(str(sparse), 64 * 1024 * 1024)[0]
     assert first_start == 0
     assert first_stop >= len(data)
+
+
+def test_pulled_records_decode_as_a_consumer_receives_them() -> None:
+    """The network reader's batch decoding of pull answers (records back to back, not at their
+    stored positions) against each record decoded alone: the range's end, the offset each answer
+    was pulled from and the tag filter applied as ``PullAPIWrapper.processPullResult`` does."""
+    route = QueueRoute("T", "broker-a", "127.0.0.1:1", 3)
+    sent = [
+        MessageRecord(
+            topic="T", queue_id=3, body=bytes([i]) * (10 + i % 3), queue_offset=i,
+            physical_offset=5000 + 97 * i,
+            properties=encode_properties({TAGS: "red" if i % 2 else "blue", UNIQ_KEY: f"K{i}"}),
+            born_timestamp=1_700_000_000_000 + i, store_timestamp=1_700_000_000_500 + i,
+            born_port=40000 + i, store_port=10911,
+        )
+        for i in range(12)
+    ]  # fmt: skip
+    answers = [
+        (2, b"".join(encode_record(m) for m in sent[1:7])),
+        (7, b"".join(encode_record(m) for m in sent[7:])),
+    ]
+    schema = arrow_schema(MESSAGE_SCHEMA)
+    projection = Projection(names=schema.names, schema=schema, include_body=True, check_crc=False)
+    for tags in (None, frozenset({"red"})):
+        bodies = [body for _, body in answers]
+        starts = [walk(body, 0, len(body))[0] for body in bodies]
+        batches = list(
+            _decode(bodies, starts, [o for o, _ in answers], QueueRange(route, 0, 10), projection, tags)
+        )
+        got = pa.Table.from_batches(batches, schema).to_pylist()
+        wanted = [m for m in sent if 2 <= m.queue_offset < 10 and (tags is None or m.queue_offset % 2)]
+        assert [r["queue_offset"] for r in got] == [m.queue_offset for m in wanted]
+        assert [(r["body"], r["commit_log_offset"], r["tags"], r["uniq_key"], r["broker"]) for r in got] == [
+            (
+                m.body,
+                m.physical_offset,
+                "red" if m.queue_offset % 2 else "blue",
+                f"K{m.queue_offset}",
+                "broker-a",
+            )
+            for m in wanted
+        ]
+        assert [r["msg_id"] for r in got] == [
+            encode_offset_msg_id(m.store_host, m.store_port, m.physical_offset) for m in wanted
+        ]
