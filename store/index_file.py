@@ -194,6 +194,60 @@ class IndexFile:
             self.write_header()
         return True
 
+    def put_entries(self, entries: list[tuple[int, int, int]], start: int) -> int:
+        """Add ``entries[start:]`` (``(key hash, commit-log offset, store time)``, in commit-log
+        order) until the file is full; returns the position in ``entries`` after the last one added.
+
+        The same bytes as :meth:`put_key` once per entry, written as few times as the layout
+        allows: the entries are consecutive, so they are one block; each hash slot they touch is
+        written once, with its newest entry; the header is left to the caller. Order as Java's
+        ``putKey``: entries, then slots (then the caller's header), so a slot never points at an
+        entry not written yet. Raises :class:`DiskFullError` before writing anything when a slot
+        page cannot get blocks.
+        """
+        n = min(len(entries) - start, self.index_num - self.index_count)
+        if n <= 0:
+            return start
+        mm = self.mf.mm
+        slot_num = self.hash_slot_num
+        count = self.index_count
+        self.reserve_entries(count + n)
+        block = bytearray(n * INDEX_SIZE)
+        slots: dict[int, int] = {}  # slot position -> newest entry of this block in it
+        slot_count = self.hash_slot_count
+        begin_ts = self.begin_timestamp
+        begin_phy = self.begin_phy_offset
+        phy_offset = store_timestamp = 0
+        for i in range(n):
+            key_hash, phy_offset, store_timestamp = entries[start + i]
+            slot_pos = HEADER_SIZE + (key_hash % slot_num) * HASH_SLOT_SIZE
+            prev = slots.get(slot_pos)
+            if prev is None:
+                (prev,) = _SLOT.unpack_from(mm, slot_pos)
+                if prev <= 0 or prev > count:
+                    prev = 0
+                if prev == 0:
+                    self._reserve_page_of(slot_pos)
+                    slot_count += 1
+            diff = 0 if begin_ts <= 0 else min(max((store_timestamp - begin_ts) // 1000, 0), _INT_MAX)
+            _ENTRY.pack_into(block, i * INDEX_SIZE, key_hash, phy_offset, diff, prev)
+            slots[slot_pos] = count
+            if count <= 1:
+                begin_phy = phy_offset
+                begin_ts = store_timestamp
+            count += 1
+        entry_pos = HEADER_SIZE + slot_num * HASH_SLOT_SIZE + self.index_count * INDEX_SIZE
+        mm[entry_pos : entry_pos + len(block)] = block
+        for slot_pos, newest in slots.items():
+            _SLOT.pack_into(mm, slot_pos, newest)
+        self.index_count = count
+        self.hash_slot_count = slot_count
+        self.begin_timestamp = begin_ts
+        self.begin_phy_offset = begin_phy
+        self.end_phy_offset = phy_offset
+        self.end_timestamp = store_timestamp
+        return start + n
+
     def reserve_entries(self, count: int) -> None:
         """Reserve blocks for the first ``count`` entries (in chunks); raises :class:`DiskFullError`."""
         end = HEADER_SIZE + self.hash_slot_num * HASH_SLOT_SIZE + min(count, self.index_num) * INDEX_SIZE
@@ -332,6 +386,30 @@ class IndexService:
                 f = self.writable_file()
                 f.put_key(full, phy_offset, store_timestamp, header=False, key_hash=self._last_hash)
         f.write_header()  # once per record, as Java's header is current after each putKey returns
+
+    def build_batch(self, topic: str, records: list[tuple[list[str], int, int]]) -> None:
+        """Index a batch's records, ``(keys, commit-log offset, store time)`` in commit-log order:
+        the entries :meth:`build` would write record by record, with one entry block, one write per
+        slot touched and one header write per file (:meth:`IndexFile.put_entries`)."""
+        end = self.files[-1].end_phy_offset if self.files else 0
+        entries: list[tuple[int, int, int]] = []
+        for keys, phy_offset, store_timestamp in records:
+            if phy_offset < end:  # indexed already (a record after recovery): as build skips it
+                continue
+            for key in keys:
+                full = f"{topic}#{key}"
+                if full != self._last_key:
+                    self._last_key, self._last_hash = full, index_key_hash(full)
+                entries.append((self._last_hash, phy_offset, store_timestamp))
+        if not entries:
+            return
+        f = self.writable_file()
+        done = f.put_entries(entries, 0)
+        f.write_header()
+        while done < len(entries):
+            f = self.writable_file()
+            done = f.put_entries(entries, done)
+            f.write_header()
 
     def query(self, topic: str, key: str, max_num: int, begin: int, end: int) -> tuple[list[int], int, int]:
         """Offsets of ``key`` newest first, and the last file's end timestamp and end offset
