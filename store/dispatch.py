@@ -23,7 +23,7 @@ from codec.message import MessageRecord, MessageSysFlag, RecordLayout
 from codec.properties import DELAY, KEYS, TAGS, UNIQ_KEY, decode_properties
 from store.consume_queue import UNIT
 from store.consume_queue_store import ConsumeQueueStore
-from store.index_file import IndexService
+from store.index_service import IndexService
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
 

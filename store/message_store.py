@@ -56,7 +56,7 @@ from store.config import StoreConfig
 from store.consume_queue_store import ConsumeQueueStore
 from store.dispatch import ArrivalListener, CommitLogDispatcher, has_queue_entry
 from store.errors import MessageTooLargeError, RateLimitedLog, StoreClosedError, StoreIOError
-from store.index_file import IndexService
+from store.index_service import IndexService
 from store.mapped_file import PAGE_SIZE, MappedFile
 from store.message_reader import MessageReader
 from store.metadata import ConfigFiles

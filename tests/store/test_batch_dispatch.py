@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from codec.message import MessageRecord, MessageSysFlag
 from codec.properties import KEYS, TAGS, UNIQ_KEY, encode_properties
-from store.index_file import HEADER, IndexService
+from store.index_file import HEADER
+from store.index_service import IndexService
 from store.message_store import MessageStore
 from store.results import PutMessageStatus
 from tests.store.helpers import small_config
