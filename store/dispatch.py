@@ -192,8 +192,11 @@ class CommitLogDispatcher:
 
         The same units and entries as :meth:`dispatch_record` per record, written as blocks: the
         batch's consume-queue units in one copy (:meth:`ConsumeQueue.put_block`) and its index
-        entries with :meth:`IndexService.build_batch`. Raises :class:`StoreIOError`.
+        entries with :meth:`IndexService.build_batch`; a single record goes through
+        :meth:`dispatch_record`, which is cheaper for one. Raises :class:`StoreIOError`.
         """
+        if len(msgs) == 1:
+            return [self.dispatch_record(msgs[0], msgs[0].physical_offset, layouts[0].size, props_list[0])]
         reqs: list[DispatchRequest] = []
         units = bytearray(UNIT.size * len(msgs))
         unit_pos = 0
