@@ -68,10 +68,12 @@ _state = "pure: not activated"
 
 
 def source_files(root: Path, packages: Sequence[str]) -> list[Path]:
-    """The modules of ``packages`` that are compiled, relative to ``root``, sorted."""
+    """The modules of ``packages`` that are compiled, relative to ``root``, sorted; an entry
+    ending in ``.py`` names one module (of a package that is otherwise left pure)."""
     files = []
     for package in packages:
-        for path in sorted((root / package).rglob("*.py")):
+        found = [root / package] if package.endswith(".py") else sorted((root / package).rglob("*.py"))
+        for path in found:
             rel = path.relative_to(root)
             if path.name == "__init__.py" or rel.as_posix().startswith(EXCLUDED):
                 continue

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from store.commit_log import CommitLog
 from store.config import StoreConfig
 from store.consume_queue_store import ConsumeQueueStore
-from store.index_file import IndexService
+from store.index_service import IndexService
 
 logger = logging.getLogger(__name__)
 

@@ -154,6 +154,47 @@ class ConsumeQueue:
         self.max_physic_offset = commit_log_offset + size
         return True
 
+    def put_block(self, queue_offset: int, block: bytes | bytearray) -> None:
+        """Append a batch's units, packed with :data:`UNIT` back to back for the consecutive queue
+        offsets from ``queue_offset`` in commit-log order, with one copy per file they reach.
+
+        The bytes are those :meth:`put` writes unit by unit (the batch's records are dispatched
+        after the commit log holds them all, so a torn copy leaves whole units and one torn unit,
+        as a torn unit-by-unit write would). A block :meth:`put` would treat specially (a unit
+        held already, a gap to fill, a queue's first unit past offset 0) goes unit by unit. Raises
+        :class:`StoreIOError` if a new file cannot be created.
+        """
+        expect = queue_offset * CQ_STORE_UNIT_SIZE
+        n = len(block)
+        if n == 0:
+            return
+        first_offset, first_size, _tags = UNIT.unpack_from(block, 0)
+        last = self.queue.last
+        current = last.file_from_offset + last.wrote_position if last is not None else -1
+        if (
+            n % CQ_STORE_UNIT_SIZE
+            or first_offset + first_size <= self.max_physic_offset
+            or current != expect
+            or (last is not None and last.wrote_position == 0 and len(self.queue) == 1)
+        ):
+            qo = queue_offset
+            for offset, size, tags in UNIT.iter_unpack(block):
+                self.put(qo, offset, size, tags)
+                qo += 1
+            return
+        done = 0
+        with memoryview(block) as view:
+            while done < n:
+                mf = self.queue.last_for_write(expect + done)
+                pos = mf.wrote_position
+                step = min(n - done, mf.space_left - mf.space_left % CQ_STORE_UNIT_SIZE)
+                mf.reserve(pos + step)
+                mf.write_at(pos, view[done : done + step])  # as put's units: see MappedFile.write_at
+                mf.wrote_position = pos + step
+                done += step
+        last_offset, last_size, _tags = UNIT.unpack_from(block, n - CQ_STORE_UNIT_SIZE)
+        self.max_physic_offset = last_offset + last_size
+
     def prepare(self, queue_offset: int, count: int) -> None:
         """Create the file for unit ``queue_offset`` and reserve blocks for ``count`` units from it
         (as far as that file goes), so a put fails on a full disk before its record is written.

@@ -1,4 +1,5 @@
-"""Index files: message keys to commit-log offsets (``index/IndexFile``, ``IndexHeader``, ``IndexService``).
+"""Index files: message keys to commit-log offsets (``index/IndexFile``, ``IndexHeader``); the files
+of a store are kept by :class:`store.index_service.IndexService`.
 
 Each file in ``index/`` is named by its creation time, ``yyyyMMddHHmmssSSS`` in local time, and has
 ``40 + maxHashSlotNum*4 + maxIndexNum*20`` bytes (420,000,040 by default), all big-endian::
@@ -35,10 +36,8 @@ which verifies every hit against the commit log.
 
 from __future__ import annotations
 
-import os
 import struct
 import time
-from collections.abc import Callable
 
 from codec.hashing import java_string_hash_tail
 from store.errors import StoreCorruptionError
@@ -194,6 +193,60 @@ class IndexFile:
             self.write_header()
         return True
 
+    def put_entries(self, entries: list[tuple[int, int, int]], start: int) -> int:
+        """Add ``entries[start:]`` (``(key hash, commit-log offset, store time)``, in commit-log
+        order) until the file is full; returns the position in ``entries`` after the last one added.
+
+        The same bytes as :meth:`put_key` once per entry, written as few times as the layout
+        allows: the entries are consecutive, so they are one block; each hash slot they touch is
+        written once, with its newest entry; the header is left to the caller. Order as Java's
+        ``putKey``: entries, then slots (then the caller's header), so a slot never points at an
+        entry not written yet. Raises :class:`DiskFullError` before writing anything when a slot
+        page cannot get blocks.
+        """
+        n = min(len(entries) - start, self.index_num - self.index_count)
+        if n <= 0:
+            return start
+        mm = self.mf.mm
+        slot_num = self.hash_slot_num
+        count = self.index_count
+        self.reserve_entries(count + n)
+        block = bytearray(n * INDEX_SIZE)
+        slots: dict[int, int] = {}  # slot position -> newest entry of this block in it
+        slot_count = self.hash_slot_count
+        begin_ts = self.begin_timestamp
+        begin_phy = self.begin_phy_offset
+        phy_offset = store_timestamp = 0
+        for i in range(n):
+            key_hash, phy_offset, store_timestamp = entries[start + i]
+            slot_pos = HEADER_SIZE + (key_hash % slot_num) * HASH_SLOT_SIZE
+            prev = slots.get(slot_pos)
+            if prev is None:
+                (prev,) = _SLOT.unpack_from(mm, slot_pos)
+                if prev <= 0 or prev > count:
+                    prev = 0
+                if prev == 0:
+                    self._reserve_page_of(slot_pos)
+                    slot_count += 1
+            diff = 0 if begin_ts <= 0 else min(max((store_timestamp - begin_ts) // 1000, 0), _INT_MAX)
+            _ENTRY.pack_into(block, i * INDEX_SIZE, key_hash, phy_offset, diff, prev)
+            slots[slot_pos] = count
+            if count <= 1:
+                begin_phy = phy_offset
+                begin_ts = store_timestamp
+            count += 1
+        entry_pos = HEADER_SIZE + slot_num * HASH_SLOT_SIZE + self.index_count * INDEX_SIZE
+        mm[entry_pos : entry_pos + len(block)] = block
+        for slot_pos, newest in slots.items():
+            _SLOT.pack_into(mm, slot_pos, newest)
+        self.index_count = count
+        self.hash_slot_count = slot_count
+        self.begin_timestamp = begin_ts
+        self.begin_phy_offset = begin_phy
+        self.end_phy_offset = phy_offset
+        self.end_timestamp = store_timestamp
+        return start + n
+
     def reserve_entries(self, count: int) -> None:
         """Reserve blocks for the first ``count`` entries (in chunks); raises :class:`DiskFullError`."""
         end = HEADER_SIZE + self.hash_slot_num * HASH_SLOT_SIZE + min(count, self.index_num) * INDEX_SIZE
@@ -247,121 +300,3 @@ class IndexFile:
 
     def destroy(self) -> None:
         self.mf.destroy()
-
-
-class IndexService:
-    """The index files of a store, oldest first (``IndexService``). Single writer."""
-
-    def __init__(
-        self,
-        directory: str,
-        hash_slot_num: int,
-        index_num: int,
-        clock: Callable[[], int],
-        preallocate: bool = True,
-    ) -> None:
-        self.directory = directory
-        self.hash_slot_num = hash_slot_num
-        self.index_num = index_num
-        self.clock = clock
-        self.preallocate = preallocate
-        self.files: list[IndexFile] = []
-        self.on_file_full: Callable[[int], None] | None = None  # gets the full file's end timestamp
-        self._last_key = ""  # the last key built and its index_key_hash
-        self._last_hash = index_key_hash("")
-
-    def load(self) -> None:
-        os.makedirs(self.directory, exist_ok=True)
-        for name in sorted(os.listdir(self.directory)):
-            if name.isdigit():
-                self.files.append(
-                    IndexFile.open(os.path.join(self.directory, name), self.hash_slot_num, self.index_num)
-                )
-
-    def close(self) -> None:
-        for f in self.files:
-            f.write_header()
-            f.close()
-        self.files = []
-
-    @property
-    def end_phy_offset(self) -> int:
-        return self.files[-1].end_phy_offset if self.files else 0
-
-    def writable_file(self) -> IndexFile:
-        last = self.files[-1] if self.files else None
-        if last is not None and not last.is_write_full:
-            return last
-        end_phy = last.end_phy_offset if last else 0
-        end_ts = last.end_timestamp if last else 0
-        now = self.clock()
-        path = os.path.join(self.directory, index_file_name(now))
-        while os.path.exists(path):  # two files within one millisecond
-            now += 1
-            path = os.path.join(self.directory, index_file_name(now))
-        f = IndexFile.create(path, self.hash_slot_num, self.index_num, end_phy, end_ts, self.preallocate)
-        self.files.append(f)
-        if last is not None:
-            last.flush()
-            if self.on_file_full is not None:
-                self.on_file_full(last.end_timestamp)
-        return f
-
-    def prepare(self, keys: int) -> None:
-        """Make sure an index file with room for ``keys`` more entries exists and its blocks are
-        reserved, so a put fails on a full disk before its record is written. Raises
-        :class:`StoreIOError`."""
-        f = self.writable_file()
-        f.reserve_entries(f.index_count + keys)
-
-    def build(self, topic: str, keys: list[str], phy_offset: int, store_timestamp: int) -> None:
-        """Index ``keys`` of the record at ``phy_offset`` (``buildIndex``; the caller skips ROLLBACK).
-
-        A record before the newest file's ``endPhyOffset`` is indexed already and is skipped, as in
-        Java: recovery re-dispatches records the index may hold."""
-        if self.files and phy_offset < self.files[-1].end_phy_offset:
-            return
-        f = self.writable_file()
-        for key in keys:
-            full = f"{topic}#{key}"
-            # The records of a 5.x batch share the batch's UNIQ_KEY: hash it once, not per record.
-            if full != self._last_key:
-                self._last_key, self._last_hash = full, index_key_hash(full)
-            if not f.put_key(full, phy_offset, store_timestamp, header=False, key_hash=self._last_hash):
-                f.write_header()
-                f = self.writable_file()
-                f.put_key(full, phy_offset, store_timestamp, header=False, key_hash=self._last_hash)
-        f.write_header()  # once per record, as Java's header is current after each putKey returns
-
-    def query(self, topic: str, key: str, max_num: int, begin: int, end: int) -> tuple[list[int], int, int]:
-        """Offsets of ``key`` newest first, and the last file's end timestamp and end offset
-        (``queryOffset``: ``indexLastUpdateTimestamp`` / ``indexLastUpdatePhyoffset``)."""
-        out: list[int] = []
-        last_ts = last_phy = 0
-        full = f"{topic}#{key}"
-        for i in range(len(self.files) - 1, -1, -1):
-            f = self.files[i]
-            if i == len(self.files) - 1:
-                last_ts, last_phy = f.end_timestamp, f.end_phy_offset
-            if f.is_time_matched(begin, end):
-                f.select(out, full, max_num, begin, end)
-            if f.begin_timestamp < begin or len(out) >= max_num:
-                break
-        return out, last_ts, last_phy
-
-    def flush(self) -> None:
-        if self.files:
-            self.files[-1].flush()
-
-    def delete_expired(self, min_phy_offset: int) -> int:
-        """Delete leading files (never the last) whose entries all point below ``min_phy_offset``."""
-        count = 0
-        while len(self.files) > 1 and self.files[0].end_phy_offset < min_phy_offset:
-            self.files.pop(0).destroy()
-            count += 1
-        return count
-
-    def destroy(self) -> None:
-        for f in self.files:
-            f.destroy()
-        self.files = []

@@ -222,7 +222,7 @@ class MappedFile:
         self.wrote_position = end
         return pos
 
-    def write_at(self, pos: int, data: bytes) -> None:
+    def write_at(self, pos: int, data: bytes | memoryview) -> None:
         """Write ``data`` at ``pos`` with ``pwrite`` rather than through the mapping
         (``appendMessageUsingFileChannel``), without moving ``wrote_position``. The first store
         into a freshly created file through a shared mapping costs the kernel 2 ms (sparse) to 13

@@ -18,7 +18,7 @@ from store.commit_log import CommitLog
 from store.config import CQ_STORE_UNIT_SIZE, StoreConfig
 from store.consume_queue import ConsumeQueue
 from store.consume_queue_store import ConsumeQueueStore
-from store.index_file import IndexService
+from store.index_service import IndexService
 from store.message_filter import MessageFilter
 from store.results import CqUnit, GetMessageResult, GetMessageStatus, QueryMessageResult
 

@@ -9,10 +9,11 @@ Threading contract (the store has no threads of its own):
 * One writer. :meth:`put_message`, :meth:`put_messages`, :meth:`flush`, :meth:`tick`,
   :meth:`clean` and :meth:`close` must be called from one thread at a time (the broker's Trio
   thread). Reads may be called from that thread too; they see every put that returned.
-* A put dispatches each record (consume-queue unit and index entries) through the same
-  :class:`store.dispatch.CommitLogDispatcher` that recovery uses, then tells the owner's
-  ``on_arrival`` listener what it dispatched (topic, queue, queue offset, tags code, store time,
-  properties), so the owner never reads that back out of a consume queue.
+* A put dispatches its records (consume-queue units and index entries) through the same
+  :class:`store.dispatch.CommitLogDispatcher` that recovery uses, a batch's as blocks
+  (``dispatch_batch``: the bytes recovery's record-by-record ``dispatch_record`` writes), then
+  tells the owner's ``on_arrival`` listener what it dispatched (topic, queue, queue offset, tags
+  code, store time, properties), so the owner never reads that back out of a consume queue.
 * Group commit for ``SYNC_FLUSH``: a put copies the record into the mapped file and returns at
   once with :attr:`AppendMessageResult.end_offset`. The record must not be acknowledged until
   ``flush_up_to(end_offset)`` has returned. ``flush_up_to`` is the one method that may run in
@@ -55,7 +56,7 @@ from store.config import StoreConfig
 from store.consume_queue_store import ConsumeQueueStore
 from store.dispatch import ArrivalListener, CommitLogDispatcher, has_queue_entry
 from store.errors import MessageTooLargeError, RateLimitedLog, StoreClosedError, StoreIOError
-from store.index_file import IndexService
+from store.index_service import IndexService
 from store.mapped_file import PAGE_SIZE, MappedFile
 from store.message_reader import MessageReader
 from store.metadata import ConfigFiles
@@ -351,25 +352,25 @@ class MessageStore(MessageReader):
         self, msgs: Sequence[MessageRecord], layouts: list[RecordLayout], props_list: list[dict[str, str]]
     ) -> None:
         """Consume-queue units and index entries of the written records, and the arrival listener."""
-        dispatch = self.dispatcher.dispatch_record
+        try:
+            reqs = self.dispatcher.dispatch_batch(msgs, layouts, props_list)
+        except StoreIOError as err:
+            # The records are in the commit log (acknowledged by the caller); the next start
+            # re-dispatches them. Until then the store takes no writes (Java's makeLogicsQueueError).
+            self._dispatch_failed = True
+            logger.error(
+                "consume queue/index write failed for the records from commit-log offset %d: %s; the "
+                "store refuses writes until restarted (disk %s)",
+                msgs[0].physical_offset,
+                err,
+                self.disk_report(),
+            )
+            return
         on_arrival = self.on_arrival
-        for layout, msg, props in zip(layouts, msgs, props_list, strict=True):
-            try:
-                req = dispatch(msg, msg.physical_offset, layout.size, props)
-            except StoreIOError as err:
-                # The record is in the commit log (acknowledged by the caller); the next start
-                # re-dispatches it. Until then the store takes no writes (Java's makeLogicsQueueError).
-                self._dispatch_failed = True
-                logger.error(
-                    "consume queue/index write failed at commit-log offset %d: %s; the store refuses "
-                    "writes until restarted (disk %s)",
-                    msg.physical_offset,
-                    err,
-                    self.disk_report(),
-                )
-                continue
-            if on_arrival is not None and req.has_queue_entry:
-                on_arrival(req, props)
+        if on_arrival is not None:
+            for req, props in zip(reqs, props_list, strict=True):
+                if req.has_queue_entry:
+                    on_arrival(req, props)
 
     # -- flushing --------------------------------------------------------------------------------
 

@@ -69,3 +69,12 @@ def test_without_a_build_the_pure_modules_run(tmp_path: Path, monkeypatch: pytes
     modules, state = native.check(tmp_path, tmp_path / "build")
     assert modules is None
     assert state.startswith("pure: not compiled")
+
+
+def test_a_module_file_compiles_alone_from_a_package_left_pure(tmp_path: Path) -> None:
+    """``native build codec,store,broker/processors/send.py``: how a processor is tried compiled."""
+    for rel in ("pkg/__init__.py", "pkg/a.py", "pkg/b.py", "other/c.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("")
+    files = native.source_files(tmp_path, ["other", "pkg/b.py"])
+    assert [f.as_posix() for f in files] == ["other/c.py", "pkg/b.py"]
