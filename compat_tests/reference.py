@@ -274,10 +274,11 @@ class ReferenceServers:
             main,
             *(args if args is not None else ("-c", str(conf))),
         ]
-        # The Proxy looks for its home (TLS files, default config) in RMQ_PROXY_HOME.
+        # The Proxy looks for its home (TLS files, default config) in RMQ_PROXY_HOME. The working
+        # directory is the server's own, where a crashing JVM writes its hs_err_pid*.log.
         env = {**os.environ, "RMQ_PROXY_HOME": str(self.workdir)}
         with (self.workdir / out).open("wb") as log:
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.workdir)
         self.procs.append(proc)
         self.outputs[proc.pid] = self.workdir / out
         if self not in _RUNNING:
