@@ -3,29 +3,49 @@ headless Chromium against our gateway AND the real 5.3.3 broker.
 
 Both targets get the same traffic: topics of each ``message.type`` (NORMAL, FIFO, DELAY,
 TRANSACTION) created with ``mqadmin updateTopic -a``, messages with keys and tags on a traffic
-topic, and a push consumer group consuming them. A dashboard per target and VIP setting
+topic, and a push consumer group consuming them; then a Java push consumer and a producer of
+another topic stay connected. A dashboard per target and VIP setting
 (``rocketmq.config.isVIPChannel``: on, the dashboard's default, and off) is then visited and what
-its pages show, minus what depends on timing or addresses, must be the same for both brokers.
-A screenshot of every page visited is saved under ``$CI_ARTIFACTS/dashboard/<target>-vip-<on|off>/``
-(default ``build/artifacts``).
+its pages and dialogs show (topic list, Status, Router, Topic Config, a topic added and deleted in
+the UI, cluster, consumer groups, CLIENT, CONSUME DETAIL, Reset Consumer Offset, producer
+connections, message search and detail), minus what depends on timing, addresses or ids, must be
+the same for both brokers. A screenshot of every page and dialog visited is saved under
+``$CI_ARTIFACTS/dashboard/<target>-vip-<on|off>/`` (default ``build/artifacts``).
+
+Not compared: the message page's Message ID tab ("Failed to query message by Id" for the UNIQ_KEY
+and the offset id alike), the DLQ message page (no rows for the group, though ``%DLQ%`` holds its
+message) and the message trace page (no rows): driven like the other search pages they show
+nothing on the real broker either. The home Dashboard tab charts only what the dashboard collects
+itself (``enableDashBoardCollect``, off here).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 from selenium import webdriver
 from selenium.webdriver.common.by import By
-from selenium.webdriver.common.keys import Keys
 
 from compat_tests import dashboard
+from compat_tests import dashboard_pages as pages
+from compat_tests.dashboard_topic import (
+    cells_of,
+    create_and_delete_topic,
+    topic_config,
+    topic_router,
+    topic_row,
+    topic_status,
+    topics_by_type,
+)
 from compat_tests.helpers import STEP_S, TARGETS
 from compat_tests.reference import run_mqadmin
-from compat_tests.scenario import CLIENT_LINES, of, run_scenario
+from compat_tests.scenario import CLIENT_LINES, Event, ScenarioProcess, of, run_scenario, start_scenario
 from compat_tests.targets import Target, start_target
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
@@ -33,35 +53,37 @@ pytestmark = [pytest.mark.compat, pytest.mark.slow]
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = Path(os.environ.get("CI_ARTIFACTS", REPO / "build" / "artifacts")) / "dashboard"
 LINE = CLIENT_LINES[-1]
+STARTED = time.time()  # before any traffic: the message page's range and the offset reset start here
 TRAFFIC_TOPIC = "DashTraffic"
 GROUP = "dashGroup"
+#: A push consumer (LIVE_GROUP) and a producer (PRODUCER_GROUP) of LIVE_TOPIC stay connected while
+#: the dashboards are visited (the connection dialogs list live clients only).
+LIVE_TOPIC, LIVE_GROUP, PRODUCER_GROUP = "DashLive", "dashLive", "dashProducer"
+LIVE_S = 900.0  # the longest the clients stay: the module's visits take a fraction of it
+#: The topic added and deleted in the topic page's Add/Update dialog.
+UI_TOPIC = "DashFromUi"
 COUNT = 12
 #: The topic of each ``message.type`` the dashboard's topic page filters by.
 TYPED_TOPICS = {"NORMAL": "DashNormal", "DELAY": "DashDelay", "FIFO": "DashFifo", "TRANSACTION": "DashTx"}
-#: The type check boxes of the topic page, in the order it draws them (``pages/Topic/topic.jsx``).
-TYPE_BOXES = ("NORMAL", "DELAY", "FIFO", "TRANSACTION", "UNSPECIFIED", "RETRY", "DLQ", "SYSTEM")
 
 #: Per target, per page: the values shown.
 Views = dict[str, dict[str, Any]]
 
 
-def send_traffic(target: Target, home: Path) -> None:
+def create_topic(naddr: str, topic: str, home: Path, *attributes: str) -> None:
+    extra = ("-a", ",".join(attributes)) if attributes else ()
+    out = run_mqadmin(naddr, "updateTopic", "-c", "DefaultCluster", "-t", topic, *extra, home=home)
+    assert "success" in out, out
+
+
+def send_traffic(target: Target, home: Path) -> dict[str, Any]:
+    """The same topics, messages and consumption on ``target``; what the pages are asked about
+    (the ids of what was sent) is returned."""
     naddr = target.namesrv_addr
     for kind, topic in TYPED_TOPICS.items():
-        out = run_mqadmin(
-            naddr,
-            "updateTopic",
-            "-c",
-            "DefaultCluster",
-            "-t",
-            topic,
-            "-a",
-            f"+message.type={kind}",
-            home=home,
-        )
-        assert "success" in out, out
-    out = run_mqadmin(naddr, "updateTopic", "-c", "DefaultCluster", "-t", TRAFFIC_TOPIC, home=home)
-    assert "success" in out, out
+        create_topic(naddr, topic, home, f"+message.type={kind}")
+    for topic in (TRAFFIC_TOPIC, LIVE_TOPIC):
+        create_topic(naddr, topic, home)
     events = run_scenario(
         LINE,
         "produce",
@@ -72,29 +94,87 @@ def send_traffic(target: Target, home: Path) -> None:
         count=COUNT,
         tags="TagA,TagB",
         keys_prefix="dk-",
+        send_timeout_ms=15000,  # the first send also waits for the route on a loaded machine
     )
     assert len(of(events, "sent")) == COUNT, of(events, "send_error")[:3]
     received = run_scenario(
         LINE, "consume", naddr, home, STEP_S, topic=TRAFFIC_TOPIC, group=GROUP, expect=COUNT
     )
     assert len(of(received, "received")) >= COUNT
+    return {"traffic": of(events, "sent")}
+
+
+def start_live_clients(naddr: str, home: Path) -> tuple[list[ScenarioProcess], Event]:
+    """The live consumer and producer of LIVE_TOPIC, once the consumer has the producer's one
+    message: the processes and the producer's ``sent`` event."""
+    started: list[ScenarioProcess] = []
+    try:
+        consumer = start_scenario(
+            LINE,
+            "consume",
+            naddr,
+            home,
+            LIVE_S + STEP_S,
+            topic=LIVE_TOPIC,
+            group=LIVE_GROUP,
+            duration=LIVE_S,
+        )
+        started.append(consumer)
+        producer = start_scenario(
+            LINE,
+            "produce",
+            naddr,
+            home,
+            LIVE_S + STEP_S,
+            topic=LIVE_TOPIC,
+            group=PRODUCER_GROUP,
+            count=1,
+            keys_prefix="live-",
+            stay=LIVE_S,
+            send_timeout_ms=15000,
+        )
+        started.append(producer)
+        sent = producer.wait_for(lambda e: e.get("event") in ("sent", "send_error"), STEP_S)
+        assert sent["event"] == "sent", sent
+        consumer.wait_for(lambda e: e.get("event") == "received", STEP_S)
+    except BaseException:
+        for process in started:
+            process.stop()
+        raise
+    return started, sent
+
+
+@dataclass
+class Site:
+    """One broker with its traffic sent and its live clients running."""
+
+    target: Target
+    home: Path  # the clients' and mqadmin's HOME
+    sent: dict[str, Any]  # see send_traffic
+    live: list[ScenarioProcess] = field(default_factory=list)
 
 
 @pytest.fixture(scope="module")
-def targets(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Target]]:
-    """Both brokers, each with the same traffic sent (a missing dashboard build fails first)."""
+def targets(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Site]]:
+    """Both brokers, each with the same traffic sent and live clients (a missing dashboard build
+    fails first)."""
     why = dashboard.missing()
     if why is not None:
         pytest.fail(why)
-    started: dict[str, Target] = {}
+    sites: dict[str, Site] = {}
     try:
         for name in TARGETS:
-            started[name] = start_target(name, tmp_path_factory.mktemp(name))
-            send_traffic(started[name], tmp_path_factory.mktemp(f"clients-{name}"))
-        yield started
+            target = start_target(name, tmp_path_factory.mktemp(name))
+            home = tmp_path_factory.mktemp(f"clients-{name}")
+            sites[name] = Site(target, home, {})
+            sites[name].sent = send_traffic(target, home)
+            sites[name].live, sites[name].sent["live"] = start_live_clients(target.namesrv_addr, home)
+        yield sites
     finally:
-        for target in started.values():
-            target.stop()
+        for site in sites.values():
+            for process in site.live:
+                process.stop()
+            site.target.stop()
 
 
 @pytest.fixture(scope="module")
@@ -112,69 +192,6 @@ def shot(driver: webdriver.Chrome, target: str, vip: bool, page: str) -> None:
     driver.save_screenshot(str(folder / f"{page}.png"))
 
 
-def tick_only(driver: webdriver.Chrome, kind: str) -> None:
-    """Tick the topic page's type box ``kind`` and untick the others."""
-    boxes = driver.find_elements(By.CSS_SELECTOR, "form .ant-checkbox-wrapper")
-    assert len(boxes) == len(TYPE_BOXES), dashboard.texts(boxes)
-    for name, box in zip(TYPE_BOXES, boxes, strict=True):
-        if box.find_element(By.CSS_SELECTOR, "input").is_selected() != (name == kind):
-            box.click()
-
-
-def open_topic_page(driver: webdriver.Chrome, base_url: str, filter_text: str) -> None:
-    driver.get(base_url + "/#/topic")
-    box = dashboard.poll(
-        "topic filter", lambda: driver.find_elements(By.CSS_SELECTOR, "form input.ant-input") or None
-    )
-    # the page may still be the one a visit before left (a hash route): replace its filter text
-    box[0].send_keys(Keys.CONTROL, "a")
-    box[0].send_keys(Keys.DELETE)
-    box[0].send_keys(filter_text)
-
-
-def topics_by_type(driver: webdriver.Chrome, base_url: str) -> dict[str, list[str]]:
-    """The topic page filtered to ``Dash`` with one type box ticked at a time, then every topic
-    under SYSTEM: the rows shown."""
-    open_topic_page(driver, base_url, "Dash")
-    shown: dict[str, list[str]] = {}
-    for kind in TYPE_BOXES[:5]:
-        tick_only(driver, kind)
-        rows = dashboard.settled_rows(driver, ".ant-table-tbody tr.ant-table-row td:first-child")
-        shown[kind] = sorted(rows)
-    # The broker's own topics, every name (both brokers are broker-a of DefaultCluster).
-    open_topic_page(driver, base_url, "")
-    tick_only(driver, "SYSTEM")
-    shown["SYSTEM"] = sorted(
-        dashboard.settled_rows(driver, ".ant-table-tbody tr.ant-table-row td:first-child")
-    )
-    return shown
-
-
-def cells_of(driver: webdriver.Chrome, selector: str) -> list[list[str]]:
-    """The cell texts of the rows matching ``selector``, read in one script run (a table that
-    re-renders meanwhile leaves no stale elements behind)."""
-    script = (
-        "return Array.from(document.querySelectorAll(arguments[0]), row =>"
-        " Array.from(row.querySelectorAll('td'), td => td.innerText.trim()));"
-    )
-    cells: list[list[str]] = driver.execute_script(script, selector)
-    return cells
-
-
-def topic_status(driver: webdriver.Chrome, base_url: str) -> list[list[str]]:
-    """The traffic topic's Status dialog (queue, min and max offset; not the update time)."""
-    open_topic_page(driver, base_url, TRAFFIC_TOPIC)
-    tick_only(driver, "UNSPECIFIED")
-    rows = dashboard.settled_rows(driver, ".ant-table-tbody tr.ant-table-row td:first-child")
-    assert rows == [TRAFFIC_TOPIC], rows
-    driver.find_element(By.CSS_SELECTOR, ".ant-table-tbody tr.ant-table-row button").click()
-    selector = ".ant-modal .ant-table-tbody tr.ant-table-row"
-    dashboard.poll("status dialog", lambda: driver.find_elements(By.CSS_SELECTOR, selector) or None)
-    dashboard.settled_rows(driver, selector)
-    cells = cells_of(driver, selector)
-    return sorted(row[:3] for row in cells)
-
-
 def table(driver: webdriver.Chrome, base_url: str, page: str, filter_text: str = "") -> list[list[str]]:
     """The cells of the table a page shows (``filter_text`` typed into its search box first)."""
     driver.get(f"{base_url}/#/{page}")
@@ -187,37 +204,101 @@ def table(driver: webdriver.Chrome, base_url: str, page: str, filter_text: str =
     return cells_of(driver, ".ant-table-tbody tr.ant-table-row")
 
 
-def visit(driver: webdriver.Chrome, base_url: str, target: str, vip: bool) -> dict[str, Any]:
-    """Every page compared, as the values shown; a screenshot of each."""
+def visit(driver: webdriver.Chrome, base_url: str, name: str, vip: bool, site: Site) -> dict[str, Any]:
+    """Every page compared, as the values shown; a screenshot of each page and dialog."""
+
+    def snap(page: str) -> None:
+        shot(driver, name, vip, page)
+
     seen: dict[str, Any] = {}
     seen["topic-types"] = topics_by_type(driver, base_url)
-    shot(driver, target, vip, "topic")
-    seen["topic-status"] = topic_status(driver, base_url)
-    shot(driver, target, vip, "topic-status")
+    snap("topic")
+    seen["topic-status"] = topic_status(driver, base_url, TRAFFIC_TOPIC)
+    snap("topic-status")
+    pages.close_dialog(driver)
+    seen["topic-router"] = topic_router(driver, base_url, TRAFFIC_TOPIC)
+    snap("topic-router")
+    pages.close_dialog(driver)
+    seen["topic-config"] = topic_config(driver, base_url, TYPED_TOPICS["FIFO"], "FIFO")
+    snap("topic-config")
+    pages.close_dialog(driver)
+    naddr = site.target.namesrv_addr
+    seen["topic-add-delete"] = create_and_delete_topic(driver, base_url, UI_TOPIC, naddr, site.home, snap)
     # split, broker id (master/slave), address, version, TPS and counts: the first two and version
     seen["cluster"] = [[row[0], row[1], row[3]] for row in table(driver, base_url, "cluster")]
-    shot(driver, target, vip, "cluster")
+    snap("cluster")
     # group, client count, version, consume type, model, TPS, lag, update time: all but TPS and time
-    seen["consumer"] = [row[:5] + row[6:7] for row in table(driver, base_url, "consumer", "dash")]
-    shot(driver, target, vip, "consumer")
+    seen["consumer"] = sorted(row[:5] + row[6:7] for row in table(driver, base_url, "consumer", "dash"))
+    snap("consumer")
+    seen["consumer-client"] = pages.consumer_client(driver, base_url, LIVE_GROUP)
+    snap("consumer-client")
+    pages.close_dialog(driver)
+    seen["consume-detail"] = pages.consume_detail(driver, base_url, LIVE_GROUP)
+    snap("consume-detail")
+    pages.close_dialog(driver)
+    seen["producer"] = pages.producer_connections(driver, base_url, LIVE_TOPIC, PRODUCER_GROUP)
+    snap("producer")
+    seen.update(message_pages(driver, base_url, snap))
+    seen.update(reset_offset(driver, base_url, snap))
     return seen
+
+
+def message_pages(driver: webdriver.Chrome, base_url: str, snap: Callable[[str], None]) -> dict[str, Any]:
+    """The message page: the traffic topic's messages in a time range (tag and key of each), by
+    key, and the detail dialog of the message found by key (its queue and the consumer groups'
+    states left out: the producer's queue choice and the groups differ per run)."""
+    seen: dict[str, Any] = {}
+    driver.get(f"{base_url}/#/message")
+    span = (stamp(STARTED - 60), stamp(time.time() + 3600))
+    found = pages.search_tab(driver, "Topic", TRAFFIC_TOPIC, span=span)
+    seen["message-by-topic"] = sorted(row[1:3] for row in found)
+    snap("message-by-topic")
+    found = pages.search_tab(driver, "Message Key", TRAFFIC_TOPIC, "dk-3")
+    seen["message-by-key"] = [row[1:3] for row in found]
+    snap("message-by-key")
+    detail = pages.message_detail(driver, "Message Detail")
+    snap("message-detail")
+    pages.close_dialog(driver)
+    items: list[list[str]] = detail["items"]
+    until = next((i for i, item in enumerate(items) if item[0] == "Consumer group"), len(items))
+    seen["message-detail"] = [item for item in items[:until] if item[0] != "Queue ID"]
+    return seen
+
+
+def reset_offset(driver: webdriver.Chrome, base_url: str, snap: Callable[[str], None]) -> dict[str, Any]:
+    """The traffic group's offsets reset, from the traffic topic's row, to a time before any
+    traffic: the result dialog and the group's CONSUME DETAIL afterwards."""
+    seen: dict[str, Any] = {}
+    topic_row(driver, base_url, TRAFFIC_TOPIC)
+    seen["reset-result"] = pages.reset_offset(driver, TRAFFIC_TOPIC, GROUP, stamp(STARTED - 60))
+    snap("reset-offset")
+    pages.close_dialog(driver)
+    seen["reset-detail"] = pages.consume_detail(driver, base_url, GROUP)
+    snap("reset-consume-detail")
+    pages.close_dialog(driver)
+    return seen
+
+
+def stamp(when: float) -> str:
+    """``when`` as the dashboard's date pickers take it (the browser's zone is this machine's)."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
 
 
 @pytest.fixture(scope="module", params=[True, False], ids=["vip-on", "vip-off"])
 def views(
     request: pytest.FixtureRequest,
-    targets: dict[str, Target],
+    targets: dict[str, Site],
     driver: webdriver.Chrome,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Views:
     """What the dashboard shows for each target, VIP channel on (its default) or off."""
     vip: bool = request.param
     seen: Views = {}
-    for name, target in targets.items():
+    for name, site in targets.items():
         workdir = tmp_path_factory.mktemp(f"dashboard-{name}")
-        board = dashboard.Dashboard(workdir, target.namesrv_addr, vip_channel=vip)
+        board = dashboard.Dashboard(workdir, site.target.namesrv_addr, vip_channel=vip)
         try:
-            seen[name] = visit(driver, board.base_url, name, vip)
+            seen[name] = visit(driver, board.base_url, name, vip, site)
         finally:
             board.stop()
     return seen
@@ -249,6 +330,82 @@ def test_cluster_page(views: Views) -> None:
 
 
 def test_consumer_page(views: Views) -> None:
-    """The consumer group that consumed the traffic: clients, type, model and lag."""
-    assert [row[0] for row in views["reference"]["consumer"]] == [GROUP], views["reference"]
+    """The consumer groups (the one that consumed the traffic, the live one): clients, type,
+    model and lag."""
+    groups = [row[0] for row in views["reference"]["consumer"]]
+    assert groups == sorted([GROUP, LIVE_GROUP]), views["reference"]
     assert views["gateway"]["consumer"] == views["reference"]["consumer"]
+
+
+def test_topic_router_dialog(views: Views) -> None:
+    """The traffic topic's route: one broker, 8 read and write queues, perm 6 (RW)."""
+    assert ["broker-a", "8", "8", "6"] in views["reference"]["topic-router"]["rows"], views["reference"]
+    assert views["gateway"]["topic-router"] == views["reference"]["topic-router"]
+
+
+def test_topic_config_dialog(views: Views) -> None:
+    """The FIFO topic's config: broker, name, message type from its attributes, queue numbers, perm."""
+    assert ["messageType", "FIFO"] in views["reference"]["topic-config"], views["reference"]
+    assert views["gateway"]["topic-config"] == views["reference"]["topic-config"]
+
+
+def test_topic_added_and_deleted_from_the_ui(views: Views) -> None:
+    """The Add/Update dialog's defaults; the topic it adds is listed with that config and routed
+    (mqadmin topicRoute); deleted from its row it is gone from the list and the route."""
+    seen = views["reference"]["topic-add-delete"]
+    assert ["topicName", UI_TOPIC] in seen["created-config"], seen
+    assert seen["after-delete"] == [], seen
+    assert seen["deleted-route"] == "no route", seen
+    assert views["gateway"]["topic-add-delete"] == seen
+
+
+def test_consumer_client_dialog(views: Views) -> None:
+    """The live consumer's connection: consume type, model, from-where, language and version, and
+    its subscriptions (the topic and its retry topic)."""
+    seen = views["reference"]["consumer-client"]
+    assert ["Consume Type", "CONSUME_PASSIVELY"] in seen["items"], seen
+    assert len(seen["rows"]) == 3, seen  # one connection, two subscriptions
+    assert views["gateway"]["consumer-client"] == seen
+
+
+def offsets(rows: list[list[str]]) -> tuple[list[list[str]], int, int]:
+    """A CONSUME DETAIL table as its (broker, queue) pairs and the totals of the broker and
+    consumer offsets (which queue a message went to is the producer's random start)."""
+    return [row[:2] for row in rows], sum(int(row[2]) for row in rows), sum(int(row[3]) for row in rows)
+
+
+def test_consume_detail_dialog(views: Views) -> None:
+    """The live group's progress per queue: the one message sent, consumed."""
+    assert offsets(views["reference"]["consume-detail"])[1:] == (1, 1), views["reference"]
+    assert offsets(views["gateway"]["consume-detail"]) == offsets(views["reference"]["consume-detail"])
+
+
+def test_reset_offset(views: Views) -> None:
+    """The traffic group reset to a time before the traffic: the result dialog names it, and its
+    CONSUME DETAIL then shows every consumer offset at 0 (all the traffic as lag)."""
+    assert views["reference"]["reset-result"]["rows"][0][0] == GROUP, views["reference"]
+    assert offsets(views["reference"]["reset-detail"])[1:] == (COUNT, 0), views["reference"]
+    assert views["gateway"]["reset-result"] == views["reference"]["reset-result"]
+    assert offsets(views["gateway"]["reset-detail"]) == offsets(views["reference"]["reset-detail"])
+
+
+def test_producer_page(views: Views) -> None:
+    """The live producer's connection for its topic and group: language and version."""
+    assert len(views["reference"]["producer"]) == 1, views["reference"]
+    assert views["gateway"]["producer"] == views["reference"]["producer"]
+
+
+def test_message_pages(views: Views) -> None:
+    """The traffic topic's messages in a time range (the first page: 10 of the 12, each with the
+    tag its key was sent with; which 10 follows the producer's random first queue), by key, and
+    one message's detail dialog (fields, properties, body)."""
+    for name in ("reference", "gateway"):
+        shown = views[name]["message-by-topic"]
+        assert len(shown) == 10, (name, shown)
+        for tag, key in shown:
+            assert tag == ("TagA" if int(key.removeprefix("dk-")) % 2 == 0 else "TagB"), (name, shown)
+    seen = views["reference"]
+    assert seen["message-by-key"] == [["TagB", "dk-3"]], seen
+    assert ["KEYS", "dk-3"] in seen["message-detail"], seen
+    for page in ("message-by-key", "message-detail"):
+        assert views["gateway"][page] == seen[page], page

@@ -223,8 +223,22 @@ final class Produce {
             }
             return 0;
         } finally {
+            stayConnected();
             lingerForTraces();
             producer.shutdown();
+        }
+    }
+
+    /**
+     * With stay=S, keeps the started producer (and so its heartbeats: the broker's producer
+     * connection) for S more seconds after the sends or until SIGTERM, for tools that list
+     * producer connections (the dashboard's producer page).
+     */
+    static void stayConnected() throws InterruptedException {
+        String stay = args.get("stay");
+        if (stay != null && !stay.isEmpty()) {
+            long ms = Math.min((long) (Double.parseDouble(stay) * 1000), remainingMs());
+            STOP.await(Math.max(ms, 0), TimeUnit.MILLISECONDS);
         }
     }
 
