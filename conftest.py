@@ -19,6 +19,8 @@ settings.load_profile("rocketmq-gateway")
 #: around it. ``scripts/test`` prints the slowest tests (``--durations``) to revise this list from.
 LONGEST_FIRST = (
     "test_dashboard_compat.py",
+    "test_spark_network_compat.py",
+    "test_cluster.py",
     "test_vip_channel_compat.py",
     "test_auth_compat.py",
     "test_grpc_consume_compat.py",
@@ -27,14 +29,12 @@ LONGEST_FIRST = (
     "test_grpc_compat.py",
     "test_broker_compat.py",
     "test_namesrv_compat.py",
-    "test_spark_network_compat.py",
     "test_trace_compat.py",
     "test_spring_compat.py",
     "test_network_streaming.py",
     "test_grpc_auth_compat.py",
     "test_topic_fidelity_compat.py",
     "test_transaction_compat.py",
-    "test_cluster.py",
     "test_pop_store_compat.py",
     "test_grpc_go_compat.py",
     "test_filter_compat.py",
