@@ -1,16 +1,25 @@
-# Builds Apache rocketmq-dashboard (not published on Maven Central) from the git mirror the search
-# tool's fetch leaves under /work/.mirror, at its newest release tag, and installs Debian's chromium
-# and chromium-driver when missing; compat_tests/test_dashboard_compat.py drives the two.
+# Builds Apache rocketmq-dashboard (not published on Maven Central) from a git mirror at its newest
+# release tag, and installs Debian's chromium and chromium-driver when missing;
+# compat_tests/test_dashboard_compat.py drives the two. The mirror: $DASHBOARD_MIRROR if set, else
+# the one the CI machine keeps under /work/.mirror, else a bare clone from GitHub kept in the cache.
 # The jar is cached outside the repository, per commit: ~/.cache/rocketmq-gateway/dashboard/<commit>/
 # rocketmq-dashboard.jar, and the build is skipped when that jar exists. The UI (frontend-new/) is
 # built with the system's npm from the npm registry; the pom's frontend-maven-plugin (which would
 # download its own Node) is skipped with its skip.installnodenpm / skip.npm properties, and the pom's
 # antrun step copies the built UI into the jar's classes/public, where Spring Boot serves it.
 set -euo pipefail
-MIRROR=${DASHBOARD_MIRROR:-/work/.mirror/apache+rocketmq-dashboard/repo}
 CACHE=${DASHBOARD_CACHE:-$HOME/.cache/rocketmq-gateway/dashboard}
+MIRROR=${DASHBOARD_MIRROR:-/work/.mirror/apache+rocketmq-dashboard/repo}
+if [ -z "${DASHBOARD_MIRROR:-}" ] && [ ! -d "$MIRROR" ]; then
+  MIRROR=$CACHE/rocketmq-dashboard.git
+  if [ ! -d "$MIRROR" ]; then
+    mkdir -p "$CACHE"
+    git clone -q --bare https://github.com/apache/rocketmq-dashboard "$MIRROR.tmp" 2>/dev/null &&
+      mv "$MIRROR.tmp" "$MIRROR" || rm -rf "$MIRROR.tmp"
+  fi
+fi
 if [ ! -d "$MIRROR" ]; then
-  echo "setup-dashboard: no rocketmq-dashboard git mirror at $MIRROR (fetch github:apache/rocketmq-dashboard)" >&2
+  echo "setup-dashboard: no rocketmq-dashboard git mirror at $MIRROR (DASHBOARD_MIRROR names one; unset, GitHub is tried)" >&2
   exit 1
 fi
 tag=$(git -C "$MIRROR" tag --list 'rocketmq-dashboard-*' | sort -V | tail -1)
