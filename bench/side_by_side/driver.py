@@ -49,6 +49,12 @@ class Snapshot:
     driver_cpu_s: float
     machine_busy_s: float
 
+    @classmethod
+    def take(cls, server_pids: list[int], driver_pid: int) -> Snapshot:
+        """Now: the servers' and the driver's CPU seconds and the machine's busy seconds."""
+        now = time.perf_counter()
+        return cls(now, cpu_seconds(server_pids), cpu_seconds([driver_pid]), machine_busy_seconds())
+
 
 @dataclass
 class DriverRun:
@@ -107,9 +113,7 @@ def run_driver(
     drain.start()
 
     def snap() -> Snapshot:
-        return Snapshot(
-            time.perf_counter(), cpu_seconds(server_pids), cpu_seconds([proc.pid]), machine_busy_seconds()
-        )
+        return Snapshot.take(server_pids, proc.pid)
 
     marks: dict[str, Snapshot] = {}
     result: dict[str, Any] | None = None

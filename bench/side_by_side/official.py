@@ -25,13 +25,12 @@ import re
 import subprocess
 import tempfile
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench.side_by_side.driver import DRIVER_HEAP, DriverError, Snapshot
-from bench.side_by_side.servers import cpu_seconds, die_with_parent, machine_busy_seconds
+from bench.side_by_side.servers import die_with_parent
 
 BUILD_SCRIPT = Path(__file__).resolve().parents[1] / "official" / "build.sh"
 PACKAGE = "org.apache.rocketmq.example.benchmark"
@@ -171,10 +170,7 @@ def _read_lines(
             parsed = parse_tps_line(line)
             if parsed is None:
                 continue
-            snap = Snapshot(
-                time.perf_counter(), cpu_seconds(server_pids), cpu_seconds([proc.pid]), machine_busy_seconds()
-            )
-            window.append((parsed, snap))
+            window.append((parsed, Snapshot.take(server_pids, proc.pid)))
             if len(window) > warmup + WINDOW_LINES:
                 break
     finally:
