@@ -215,9 +215,7 @@ class CommitLogDispatcher:
                 UNIT.pack_into(units, unit_pos, offset, layout.size, req.tags_code)
                 unit_pos += UNIT.size
             if index_enabled and kind != MessageSysFlag.TRANSACTION_ROLLBACK_TYPE:
-                keys = [req.uniq_key] if req.uniq_key else []
-                if req.keys:
-                    keys += [k for k in req.keys.split(" ") if k]
+                keys = req.index_keys()
                 if keys:
                     indexed.append((keys, offset, req.store_timestamp))
         if not reqs:
