@@ -61,3 +61,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return rank.get(item.path.name, len(rank)), 0 if item.path.parent.name == "compat_tests" else 1
 
     items.sort(key=order)
+
+
+#: Seconds of set-up, call and tear-down per test file, summed from the reports the controller gets
+#: (from every xdist worker): where the suite's time goes, to revise ``LONGEST_FIRST`` from.
+_FILE_SECONDS: dict[str, float] = {}
+SLOWEST_FILES = 25
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    path = report.nodeid.split("::", 1)[0]
+    _FILE_SECONDS[path] = _FILE_SECONDS.get(path, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not _FILE_SECONDS:
+        return
+    total = sum(_FILE_SECONDS.values())
+    terminalreporter.write_sep("=", f"slowest {SLOWEST_FILES} files, of {total:.0f} s in all test files")
+    for path, seconds in sorted(_FILE_SECONDS.items(), key=lambda kv: -kv[1])[:SLOWEST_FILES]:
+        terminalreporter.write_line(f"{seconds:8.1f}s {path}")
