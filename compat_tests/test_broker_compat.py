@@ -110,7 +110,12 @@ def test_two_consumers_split_queues_and_one_takes_over(target: Target, home: Pat
         line, "consume", target.namesrv_addr, home, 120, group=group, topic=topic, duration=100, instance="b"
     )
     try:
-        time.sleep(20)  # both joined and rebalanced (NOTIFY_CONSUMER_IDS_CHANGED, or their 20 s timer)
+        # Both joined and rebalanced (NOTIFY_CONSUMER_IDS_CHANGED, or their 20 s timer) once each
+        # has received some of a few probes spread over the queues.
+        deadline = time.monotonic() + 60
+        while not (of(a.events(), "received") and of(b.events(), "received")):
+            assert time.monotonic() < deadline, "the two consumers did not both get queues"
+            produce(target, home, line, topic=topic, count=8, keys_prefix="probe-")
         first = of(produce(target, home, line, topic=topic, count=200, keys_prefix="p1-"), "sent")
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

@@ -79,7 +79,6 @@ def test_vip_channel_producer_and_consumer(target: Target, home: Path, line: str
         topic=topic,
         group=group,
         expect=COUNT,
-        duration=90,
         vip_channel=True,
     )
     received = {e["uid"] for e in of(events, "received")}
