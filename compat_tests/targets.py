@@ -173,7 +173,9 @@ class ReferenceTarget:
         self.servers.wait_registered()
 
     def stop(self) -> None:
-        self.servers.stop()
+        """The end of the target: nothing reads its store afterwards, so its processes are killed
+        (:meth:`ReferenceServers.stop`); a graceful stop is :meth:`restart_broker`'s."""
+        self.servers.stop(kill=True)
 
 
 #: How our gateway runs for the whole suite: ``subprocess`` (``rmq-gateway standalone``, the

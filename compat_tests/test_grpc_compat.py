@@ -83,8 +83,9 @@ class GrpcTarget:
     servers: ReferenceServers | None = None
 
     def stop(self) -> None:
+        """The end of the target (its store is not read afterwards): the real servers are killed."""
         if self.servers is not None:
-            self.servers.stop()
+            self.servers.stop(kill=True)
         for proc in self.procs:
             stop(proc)
 
