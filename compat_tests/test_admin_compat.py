@@ -9,17 +9,14 @@ outputs are compared for shape: the same keys in ``brokerStatus``, every real ke
 =PROM``) is scraped after a bounded load and its counters checked against the messages sent and
 consumed.
 
-To keep JVM start-ups few, the subcommands run in batches inside one JVM (``MqadminBatch``, a
-single-file Java program calling ``MQAdminStartup.main0`` once per line), and the two targets run
-in parallel threads.
+To keep JVM start-ups few, the subcommands run in batches inside one JVM
+(:mod:`compat_tests.mqadmin_batch`), and the two targets run in parallel threads.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import subprocess
-import threading
 import time
 import urllib.request
 from collections.abc import Callable
@@ -30,10 +27,9 @@ from pathlib import Path
 import pytest
 
 from compat_tests.golden_servers import free_port
-from compat_tests.reference import REFERENCE_LIB
+from compat_tests.mqadmin_batch import mqadmin_batch
 from compat_tests.scenario import (
     CLIENT_LINES,
-    TEST_JVM_OPTIONS,
     ScenarioProcess,
     of,
     run_scenario,
@@ -50,109 +46,6 @@ LOAD = 600  # messages of the second run, sent while the subcommands run
 STEP_S = 120.0
 RESET_WAIT_S = 60.0  # the client waits 10 s after RESET_CONSUMER_CLIENT_OFFSET, then rebalances
 MIN_UPTIME_S = 70.0  # of the broker before its statistics are read
-BATCH_TIMEOUT_S = 300.0
-
-BATCH_SOURCE = r"""
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
-
-/** Runs mqadmin subcommands in one JVM: one per stdin line, tab-separated, the first field a name. */
-public final class MqadminBatch {
-    public static void main(String[] argv) throws Exception {
-        PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true,
-            StandardCharsets.UTF_8);
-        System.setOut(out);
-        System.setErr(out);
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String line;
-        while ((line = in.readLine()) != null) {
-            if (line.isEmpty()) {
-                continue;
-            }
-            String[] parts = line.split("\t");
-            out.println();
-            out.println("@@@BEGIN " + parts[0]);
-            try {
-                org.apache.rocketmq.tools.command.MQAdminStartup.main0(
-                    java.util.Arrays.copyOfRange(parts, 1, parts.length), null);
-            } catch (Throwable t) {
-                t.printStackTrace(out);
-            }
-            out.println();
-            out.println("@@@END " + parts[0]);
-        }
-        System.exit(0);
-    }
-}
-"""
-
-
-TRANSIENT = ("RemotingTimeoutException", "RemotingConnectException", "RemotingSendRequestException")
-BATCH_RETRIES = 2  # a shared CI machine can stall a JVM past mqadmin's 3-5 s request timeouts
-_compiled: dict[str, Path] = {}
-_compile_lock = threading.Lock()
-
-
-def batch_classes(workdir: Path) -> Path:
-    """``MqadminBatch`` compiled once per test session."""
-    with _compile_lock:
-        if "dir" not in _compiled:
-            out = workdir / "mqadmin-batch"
-            out.mkdir(parents=True, exist_ok=True)
-            source = out / "MqadminBatch.java"
-            source.write_text(BATCH_SOURCE)
-            subprocess.run(
-                ["javac", "-nowarn", "-d", str(out), "-cp", f"{REFERENCE_LIB}/*", str(source)],
-                check=True,
-                capture_output=True,
-                timeout=BATCH_TIMEOUT_S,
-            )
-            _compiled["dir"] = out
-        return _compiled["dir"]
-
-
-def _run_batch(namesrv: str, commands: dict[str, list[str]], home: Path) -> dict[str, str]:
-    stdin = "".join("\t".join([name, *args, "-n", namesrv]) + "\n" for name, args in commands.items())
-    classes = batch_classes(home.parent)
-    result = subprocess.run(
-        ["java", "-Xmx256m", *TEST_JVM_OPTIONS, f"-Duser.home={home}",
-         "-cp", f"{classes}:{REFERENCE_LIB}/*", "MqadminBatch"],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=home,  # consumerStatus writes its running-info files into the working directory
-        timeout=BATCH_TIMEOUT_S,
-        check=False,
-    )
-    outputs: dict[str, str] = {}
-    current: str | None = None
-    lines: list[str] = []
-    for line in result.stdout.splitlines():
-        if line.startswith("@@@BEGIN "):
-            current, lines = line[len("@@@BEGIN ") :], []
-        elif line.startswith("@@@END ") and current is not None:
-            outputs[current] = "\n".join(lines)
-            current = None
-        elif current is not None and line.strip() and " |-" not in line and "logback" not in line:
-            lines.append(line)
-    missing = set(commands) - set(outputs)
-    assert not missing, f"batch ended early ({result.returncode}): {missing}\n{result.stdout[-3000:]}"
-    return outputs
-
-
-def mqadmin_batch(namesrv: str, commands: dict[str, list[str]], home: Path) -> dict[str, str]:
-    """Run ``commands`` (name -> mqadmin arguments) in one JVM; returns each one's output. Commands
-    that failed on a client-side timeout are run again (at most ``BATCH_RETRIES`` times)."""
-    outputs = _run_batch(namesrv, commands, home)
-    for _ in range(BATCH_RETRIES):
-        again = {n: a for n, a in commands.items() if any(t in outputs[n] for t in TRANSIENT)}
-        if not again:
-            break
-        outputs.update(_run_batch(namesrv, again, home))
-    return outputs
-
 
 @dataclass
 class Run:

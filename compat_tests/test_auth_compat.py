@@ -27,6 +27,7 @@ import pytest
 from broker.auth.config import acl_conf
 from broker.auth.signature import sign_request
 from compat_tests.helpers import TARGETS
+from compat_tests.mqadmin_batch import mqadmin_batch
 from compat_tests.reference import REFERENCE_LIB, run_mqadmin, write_tools_yml
 from compat_tests.scenario import CLIENT_LINES, Event, run_program
 from compat_tests.targets import Target, start_target
@@ -72,7 +73,24 @@ class Admin:
         self.broker_addr = ""  # the first address mqadmin printed (the only broker of the cluster)
 
     def __call__(self, *args: str) -> str:
-        out = run_mqadmin(self.target.namesrv_addr, *args, home=self.home, rocketmq_home=self.signed_home)
+        return self._masked(
+            run_mqadmin(self.target.namesrv_addr, *args, home=self.home, rocketmq_home=self.signed_home)
+        )
+
+    def batch(self, commands: dict[str, list[str]]) -> dict[str, str]:
+        """Run ``commands`` (name -> arguments) in order in one JVM; each one's masked output."""
+        outputs = mqadmin_batch(self.target.namesrv_addr, commands, self.home, self.signed_home)
+        return {
+            name: self._masked("\n".join(line for line in outputs[name].splitlines() if " INFO " not in line))
+            for name in commands
+        }
+
+    def set_up(self, commands: list[tuple[str, list[str], str]]) -> None:
+        """Run ``commands`` (name, arguments, expected line) in order in one JVM; keep each output
+        in ``setup``."""
+        self.setup.update(self.batch({name: args for name, args, _ in commands}))
+
+    def _masked(self, out: str) -> str:
         found = ADDRESS.search(out)
         if found and not self.broker_addr:
             self.broker_addr = found.group(0)
@@ -154,8 +172,7 @@ SETUP = [
 def admin(auth_target: Target, home: Path) -> Admin:
     """The users and ACLs every test of the module uses, made with mqadmin as the super user."""
     tool = Admin(auth_target, home)
-    for name, args, _expected in SETUP:
-        tool.setup[name] = tool(*args)
+    tool.set_up(SETUP)
     return tool
 
 
@@ -175,26 +192,31 @@ def only(events: list[Event], name: str) -> Event:
 def test_admin_tool_manages_users_and_acls(admin: Admin) -> None:
     for name, _args, expected in SETUP:
         assert expected in admin.setup[name], (name, admin.setup[name])
-    users = admin("listUser", "-c", CLUSTER)
+    out = admin.batch(
+        {
+            "users": ["listUser", "-c", CLUSTER],
+            "carol": ["getUser", "-c", CLUSTER, "-u", "carol"],
+            "acl bob": ["getAcl", "-c", CLUSTER, "-s", "User:bob"],
+            "acl alice": ["listAcl", "-c", CLUSTER, "-s", "User:alice"],
+            "copy user": ["copyUser", "-f", admin.broker_addr, "-t", admin.broker_addr, "-u", "alice"],
+            "copy acl": ["copyAcl", "-f", admin.broker_addr, "-t", admin.broker_addr, "-s", "User:alice"],
+            "get alice": ["getAcl", "-c", CLUSTER, "-s", "User:alice"],
+            "list alice": ["listAcl", "-c", CLUSTER, "-s", "User:alice"],
+        }
+    )
+    users, carol, acl, listed = out["users"], out["carol"], out["acl bob"], out["acl alice"]
     for user in (ROOT, "alice", "bob", "carol"):
         assert re.search(rf"\b{user}\b", users), users
-    carol = admin("getUser", "-c", CLUSTER, "-u", "carol")
     assert re.search(r"(?i)disable", carol), carol
-    acl = admin("getAcl", "-c", CLUSTER, "-s", "User:bob")
     assert f"Topic:{TOPIC}" in acl, acl
     assert "Group:bobGroup" in acl, acl
     assert "Deny" in acl, acl
-    listed = admin("listAcl", "-c", CLUSTER, "-s", "User:alice")
     assert "Group:aliceGroup" in listed, listed
     assert "User:bob" not in listed, listed
     assert "dave" not in users, users
-    copied = admin("copyUser", "-f", admin.broker_addr, "-t", admin.broker_addr, "-u", "alice")
-    assert "copy user of alice from ADDR to ADDR success." in copied, copied
-    copied = admin("copyAcl", "-f", admin.broker_addr, "-t", admin.broker_addr, "-s", "User:alice")
-    assert "copy acl of User:alice from ADDR to ADDR success." in copied, copied
-    assert admin("getAcl", "-c", CLUSTER, "-s", "User:alice") == admin(
-        "listAcl", "-c", CLUSTER, "-s", "User:alice"
-    )
+    assert "copy user of alice from ADDR to ADDR success." in out["copy user"], out["copy user"]
+    assert "copy acl of User:alice from ADDR to ADDR success." in out["copy acl"], out["copy acl"]
+    assert out["get alice"] == out["list alice"]
     transcript = "\n---\n".join([users, carol, acl, listed])
     (admin.home / "admin-transcript.txt").write_text(transcript)
     TRANSCRIPTS[admin.target.name] = transcript

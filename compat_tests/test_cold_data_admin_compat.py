@@ -3,7 +3,7 @@
 ``updateColdDataFlowCtrGroupConfig`` and ``removeColdDataFlowCtrGroupConfig`` with
 ``getColdDataFlowCtrInfo`` after each, ``setCommitLogReadAheadMode`` in both modes with the
 ``dataReadAheadEnable`` that ``getBrokerConfig`` then shows, and ``resetMasterFlushOffset`` on a
-master. The subcommands run in one JVM per target (``mqadmin_batch`` of test_admin_compat.py)."""
+master. The subcommands run in one JVM per target (:mod:`compat_tests.mqadmin_batch`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from compat_tests.mqadmin_batch import mqadmin_batch
 from compat_tests.targets import start_target
-from compat_tests.test_admin_compat import broker_addr, mqadmin_batch
+from compat_tests.test_admin_compat import broker_addr
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 

@@ -84,8 +84,8 @@ def admin(auth_grpc_target: GrpcTarget) -> Admin:
     if auth_grpc_target.servers is not None:  # mqadmin finds the cluster through the NameServer
         auth_grpc_target.servers.wait_registered()
     tool = Admin(auth_grpc_target, auth_grpc_target.home)  # type: ignore[arg-type]
-    for name, args, expected in SETUP:
-        tool.setup[name] = tool(*args)
+    tool.set_up(SETUP)
+    for name, _args, expected in SETUP:
         assert expected in tool.setup[name], (name, tool.setup[name])
     deadline = time.monotonic() + 30
     while topic_route(auth_grpc_target.namesrv_addr, TOPIC) is None:

@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from compat_tests.mqadmin_batch import mqadmin_batch
 from compat_tests.scenario import TEST_JVM_OPTIONS, Event, java_env, of, parse_events
 from compat_tests.targets import Target, start_target
-from compat_tests.test_admin_compat import broker_addr, mqadmin_batch
+from compat_tests.test_admin_compat import broker_addr
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 

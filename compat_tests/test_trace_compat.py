@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from compat_tests.mqadmin_batch import mqadmin_batch
 from compat_tests.scenario import CLIENT_LINES, Event, of, run_scenario
 from compat_tests.targets import Target, start_target
-from compat_tests.test_admin_compat import mqadmin_batch
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
