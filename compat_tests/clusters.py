@@ -164,8 +164,10 @@ class ReferenceCluster:
         self.servers[name].stop_broker()
 
     def stop(self) -> None:
-        self.b.stop()
-        self.a.stop()
+        """The end of the cluster: nothing reads its stores afterwards, so it is killed (a
+        graceful stop of each 5.3.3 broker took ~20 s)."""
+        self.b.stop(kill=True)
+        self.a.stop(kill=True)
 
 
 def start_cluster(kind: str, workdir: Path) -> Cluster:
