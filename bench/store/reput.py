@@ -1,0 +1,205 @@
+"""The two halves of a put split across processes, as a prototype of Java's ``ReputMessageService``
+(``DefaultMessageStore``, 5.3.3): :class:`CommitLogWriter` appends (process A), :func:`serve_dispatch`
+dispatches (process B).
+
+The writer is ``MessageStore.put_messages`` without its dispatch: stamp each record (queue offset,
+store time), measure it (``codec.message.measure_record``), reserve the commit-log space
+(``CommitLog.reserve``), encode the batch into one buffer (``encode_record_into``) and copy it into
+the mapped file (``CommitLog.write``, first TOTALSIZE last). After each batch it rings a doorbell: the
+batch's end offset, 8 bytes into a pipe (one ``write`` under ``PIPE_BUF`` is atomic).
+
+The dispatcher maps the same commit-log files (``MappedFile.open``, ``MAP_SHARED``: the writer's bytes
+are in the same page cache, and the pipe's system calls order them before the doorbell), reads each
+record from where it stopped to the newest end rung (``decode_record(..., with_body=False)`` and
+``decode_properties``, what ``checkMessageAndReturnSize`` does for the reput without a CRC check),
+writes the consume-queue units and index entries with the store's own ``CommitLogDispatcher``
+(``dispatch_batch`` per run of records of one queue, as a put does), and answers with the offset it
+dispatched up to: what the broker would use to wake long polls.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
+
+from codec.message import (
+    BLANK_MAGIC_CODE,
+    BLANK_MARKER_SIZE,
+    MessageRecord,
+    RecordLayout,
+    decode_record,
+    encode_record_into,
+    measure_record,
+)
+from codec.properties import decode_properties
+from store.commit_log import CommitLog
+from store.config import StoreConfig
+from store.consume_queue_store import ConsumeQueueStore
+from store.dispatch import CommitLogDispatcher
+from store.index_service import IndexService
+from store.mapped_file import MappedFile, offset_to_file_name
+from store.message_store import MAX_KEYS_RESERVED
+
+OFFSET = struct.Struct(">q")  # one doorbell or answer: a commit-log offset
+STOP = -1  # the doorbell that ends the dispatcher once it has caught up
+_SIZE_MAGIC = struct.Struct(">iI")
+_SIZE_ONLY = struct.Struct(">i")  # dispatch_batch reads only RecordLayout.size
+
+
+class CommitLogWriter:
+    """Process A: the put of :class:`store.message_store.MessageStore` without its dispatch."""
+
+    def __init__(self, config: StoreConfig, clock: Callable[[], int]) -> None:
+        self.config = config
+        self.clock = clock
+        self.commit_log = CommitLog(config)
+        self.commit_log.load()
+        self.queue_offsets: dict[tuple[str, int], int] = {}
+
+    def put(self, msgs: Sequence[MessageRecord]) -> int:
+        """Append one batch of one topic-queue; returns the commit-log end offset after it."""
+        now = self.clock()
+        first = msgs[0]
+        key = (first.topic, first.queue_id)
+        queue_offset = self.queue_offsets.get(key, 0)
+        layouts: list[RecordLayout] = []
+        total = 0
+        for msg in msgs:
+            if len(msg.body) > self.config.max_message_size:
+                raise ValueError("body exceeds maxMessageSize")
+            msg.queue_offset = queue_offset
+            msg.store_timestamp = now
+            msg.physical_offset = 0
+            queue_offset += 1
+            layout = measure_record(msg)
+            layouts.append(layout)
+            total += layout.size
+        mf, phys = self.commit_log.reserve(total)
+        data = bytearray(total)
+        pos = 0
+        for msg, layout in zip(msgs, layouts, strict=True):
+            msg.physical_offset = phys + pos
+            encode_record_into(data, pos, msg, layout)
+            pos += layout.size
+        end = self.commit_log.write(mf, data)
+        self.queue_offsets[key] = queue_offset
+        return end
+
+    def close(self) -> None:
+        self.commit_log.close()
+
+
+class CommitLogTail:
+    """Process B's view of the commit log: files mapped as the offsets reach them."""
+
+    def __init__(self, config: StoreConfig) -> None:
+        self.directory = config.commit_log_dir
+        self.file_size = config.mapped_file_size_commit_log
+        self.files: dict[int, MappedFile] = {}
+
+    def file_at(self, offset: int) -> MappedFile:
+        start = offset - offset % self.file_size
+        mf = self.files.get(start)
+        if mf is None:
+            path = os.path.join(self.directory, offset_to_file_name(start))
+            mf = self.files[start] = MappedFile.open(path, self.file_size, preallocate=False)
+        return mf
+
+    def close(self) -> None:
+        for mf in self.files.values():
+            mf.close()
+
+
+class Reput:
+    """Process B's work: dispatch every record between two commit-log offsets."""
+
+    def __init__(self, config: StoreConfig, clock: Callable[[], int]) -> None:
+        self.config = config
+        self.tail = CommitLogTail(config)
+        self.queues = ConsumeQueueStore(
+            config.consume_queue_dir, config.mapped_file_size_consume_queue, config.preallocate
+        )
+        self.queues.load()
+        self.index = IndexService(
+            config.index_dir, config.max_hash_slot_num, config.max_index_num, clock, config.preallocate
+        )
+        self.index.load()
+        self.dispatcher = CommitLogDispatcher(
+            self.queues, self.index, config.delay_levels_ms(), config.message_index_enable
+        )
+        self.records = 0
+
+    def dispatch(self, start: int, end: int) -> int:
+        """Dispatch the records in ``[start, end)``; returns ``end``."""
+        offset = start
+        run: list[MessageRecord] = []
+        layouts: list[RecordLayout] = []
+        props: list[dict[str, str]] = []
+        while offset < end:
+            mf = self.tail.file_at(offset)
+            pos = offset - mf.file_from_offset
+            size, magic = _SIZE_MAGIC.unpack_from(mf.mm, pos)
+            if magic == BLANK_MAGIC_CODE or mf.file_size - pos < BLANK_MARKER_SIZE:
+                offset = mf.file_end_offset
+                continue
+            record = decode_record(mf.mm, pos, with_body=False)
+            if run and (record.topic != run[0].topic or record.queue_id != run[0].queue_id):
+                self._dispatch_run(run, layouts, props)
+                run, layouts, props = [], [], []
+            run.append(record)
+            layouts.append(RecordLayout(size, b"", b"", record.sys_flag, _SIZE_ONLY))
+            props.append(decode_properties(record.properties))
+            offset += size
+        if run:
+            self._dispatch_run(run, layouts, props)
+        return end
+
+    def _dispatch_run(
+        self, run: list[MessageRecord], layouts: list[RecordLayout], props: list[dict[str, str]]
+    ) -> None:
+        """What a put does after its copy: reserve the queue's and index's blocks, then dispatch."""
+        first = run[0]
+        self.queues.find_or_create(first.topic, first.queue_id).prepare(first.queue_offset, len(run))
+        if self.config.message_index_enable:
+            self.index.prepare(MAX_KEYS_RESERVED * len(run))
+        self.dispatcher.dispatch_batch(run, layouts, props)
+        self.records += len(run)
+
+    def close(self) -> None:
+        self.tail.close()
+        self.queues.close()
+        self.index.close()
+
+
+def serve_dispatch(
+    config: StoreConfig, clock: Callable[[], int], doorbell: int, answer: int, report: Connection
+) -> None:
+    """Process B's loop: wait for a doorbell, dispatch up to the newest end rung, answer with the
+    offset dispatched. On :data:`STOP` it sends ``(records, CPU seconds)`` through ``report`` once
+    it has dispatched everything rung before."""
+    reput = Reput(config, clock)
+    dispatched = 0
+    cpu_start: float | None = None
+    stop = False
+    try:
+        while not stop:
+            data = os.read(doorbell, 65536)
+            if not data:
+                break
+            if cpu_start is None:
+                cpu_start = time.process_time()
+            target = dispatched
+            for (value,) in OFFSET.iter_unpack(data):
+                if value == STOP:
+                    stop = True
+                else:
+                    target = max(target, value)
+            if target > dispatched:
+                dispatched = reput.dispatch(dispatched, target)
+                os.write(answer, OFFSET.pack(dispatched))
+        report.send((reput.records, time.process_time() - (cpu_start or time.process_time())))
+    finally:
+        reput.close()

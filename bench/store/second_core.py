@@ -1,0 +1,295 @@
+"""Can the dispatch use the second core? The inline put against a put split over two processes.
+
+Run ``python -m bench.store.second_core [--messages N] [--rounds R] [--batches 1,16]
+[--neighbours 0,1]``. Each case writes the same records (1 KiB bodies, ``UNIQ_KEY``, ``TAGS`` and
+``WAIT`` properties as a rocketmq-client producer sends them, batches of one topic-queue over 8
+queues) into a fresh store in a temporary directory:
+
+* ``inline``: ``MessageStore.put_messages``, which dispatches each batch before returning (ours now);
+* ``split``: process A appends (:class:`bench.store.reput.CommitLogWriter`) and rings a doorbell
+  per batch; process B (:func:`bench.store.reput.serve_dispatch`) dispatches from the mapped files
+  and answers with the dispatched offset, which A reads without blocking after each put, as a
+  broker would to wake its long polls (Java's ``ReputMessageService``).
+
+It prints, per run: messages/s until every message is dispatched (visible to a pull), messages/s
+of A's puts alone, CPU µs per message of A, of B and of both, and the largest lag A saw between
+its end offset and the dispatched one (in messages). ``--neighbours 1`` runs a busy CPU loop in
+another process during the case, standing in for a client on the same 2 cores. Cases interleave
+within each round; the load average is printed before each run, and the medians at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.store.reput import OFFSET, STOP, CommitLogWriter, serve_dispatch
+from codec.message import MessageRecord, decode_record
+from codec.properties import encode_properties
+from store.commit_log import CommitLog
+from store.config import StoreConfig
+from store.consume_queue_store import ConsumeQueueStore
+from store.index_service import IndexService
+from store.message_store import MessageStore, system_clock_ms
+from store.results import PutMessageStatus
+
+BODY = bytes(range(256)) * 4  # 1 KiB
+QUEUES = 8
+TOPIC = "BenchSecondCore"
+MODES = ("inline", "split")
+_FORK = multiprocessing.get_context("fork")
+
+
+@dataclass
+class RunResult:
+    mode: str
+    batch: int
+    neighbours: int
+    messages: int
+    visible_s: float  # wall time from the first put until every message was dispatched
+    put_s: float  # wall time of the puts alone
+    cpu_a_s: float  # process A (the only process inline)
+    cpu_b_s: float  # process B (0 inline)
+    max_lag: int  # most messages written but not yet dispatched, as A saw it
+    load: float  # 1-minute load average before the run
+
+    def row(self) -> str:
+        per = 1e6 / self.messages
+        return (
+            f"{self.mode:7} {self.batch:5} {self.neighbours:3} {self.load:6.1f} "
+            f"{self.messages / self.visible_s:9.0f} {self.messages / self.put_s:9.0f} "
+            f"{self.cpu_a_s * per:8.2f} {self.cpu_b_s * per:8.2f} {(self.cpu_a_s + self.cpu_b_s) * per:8.2f} "
+            f"{self.max_lag:7}"
+        )
+
+
+HEADER = f"{'mode':7} {'batch':>5} {'nbr':>3} {'load1':>6} {'visible/s':>9} {'put/s':>9} "
+HEADER += f"{'A µs':>8} {'B µs':>8} {'A+B µs':>8} {'max lag':>7}"
+
+
+def store_config(root: Path, file_size: int) -> StoreConfig:
+    config, _ = StoreConfig.from_properties(
+        {
+            "storePathRootDir": str(root),
+            "flushDiskType": "ASYNC_FLUSH",
+            "mappedFileSizeCommitLog": str(file_size),
+        }
+    )
+    return config
+
+
+def make_batches(messages: int, batch: int) -> tuple[list[list[MessageRecord]], list[list[dict[str, str]]]]:
+    """The records of a run, in batches of one queue each, and their decoded properties (what the
+    batch processor hands the store)."""
+    batches: list[list[MessageRecord]] = []
+    props: list[list[dict[str, str]]] = []
+    prefix = f"7F000001{os.getpid() & 0xFFFF:04X}18B4AAC2"
+    for start in range(0, messages, batch):
+        queue_id = (start // batch) % QUEUES
+        records: list[MessageRecord] = []
+        maps: list[dict[str, str]] = []
+        for i in range(start, min(start + batch, messages)):
+            mapping = {"UNIQ_KEY": f"{prefix}{i:012X}", "WAIT": "true", "TAGS": "TagA"}
+            records.append(
+                MessageRecord(
+                    topic=TOPIC,
+                    queue_id=queue_id,
+                    body=BODY,
+                    properties=encode_properties(mapping),
+                    born_host=b"\x7f\x00\x00\x01",
+                    born_port=40000,
+                    store_host=b"\x7f\x00\x00\x01",
+                    store_port=10911,
+                    born_timestamp=1,
+                )
+            )
+            maps.append(mapping)
+        batches.append(records)
+        props.append(maps)
+    return batches, props
+
+
+Timings = tuple[float, float, float, float, int]  # visible s, put s, CPU A s, CPU B s, max lag
+
+
+def run_inline(
+    config: StoreConfig, batches: list[list[MessageRecord]], props: list[list[dict[str, str]]]
+) -> Timings:
+    store = MessageStore(config).open()
+    try:
+        cpu = time.process_time()
+        start = time.perf_counter()
+        for records, maps in zip(batches, props, strict=True):
+            if store.put_messages(records, maps).status is not PutMessageStatus.PUT_OK:
+                raise RuntimeError("inline put failed")
+        elapsed = time.perf_counter() - start
+        cpu = time.process_time() - cpu
+    finally:
+        store.close()
+    return elapsed, elapsed, cpu, 0.0, 0
+
+
+def run_split(config: StoreConfig, batches: list[list[MessageRecord]]) -> Timings:
+    door_r, door_w = os.pipe()
+    answer_r, answer_w = os.pipe()
+    report_r, report_w = _FORK.Pipe(duplex=False)
+    proc = _FORK.Process(
+        target=serve_dispatch, args=(config, system_clock_ms, door_r, answer_w, report_w), daemon=True
+    )
+    proc.start()
+    os.close(door_r)
+    os.close(answer_w)
+    os.set_blocking(answer_r, False)
+    writer = CommitLogWriter(config, system_clock_ms)
+    per_message = 0
+    dispatched = end = max_lag = 0
+    try:
+        cpu = time.process_time()
+        start = time.perf_counter()
+        for records in batches:
+            end = writer.put(records)
+            os.write(door_w, OFFSET.pack(end))
+            try:
+                data = os.read(answer_r, 65536)
+            except BlockingIOError:
+                pass
+            else:
+                dispatched = max(value for (value,) in OFFSET.iter_unpack(data))
+            max_lag = max(max_lag, end - dispatched)
+            per_message = per_message or (end // len(records))
+        put_s = time.perf_counter() - start
+        os.write(door_w, OFFSET.pack(STOP))
+        os.set_blocking(answer_r, True)
+        while dispatched < end:
+            data = os.read(answer_r, 65536)
+            if not data:
+                raise RuntimeError("the dispatcher died")
+            dispatched = max(value for (value,) in OFFSET.iter_unpack(data))
+        visible_s = time.perf_counter() - start
+        cpu = time.process_time() - cpu
+        _records, cpu_b = report_r.recv()
+    finally:
+        writer.close()
+        for fd in (door_w, answer_r):
+            os.close(fd)
+        proc.join(timeout=60)
+    return visible_s, put_s, cpu, cpu_b, max_lag // max(per_message, 1)
+
+
+def _spin() -> None:
+    while True:
+        pass
+
+
+def run_case(mode: str, batch: int, neighbours: int, messages: int, root: Path, file_size: int) -> RunResult:
+    """One run in a fresh store under ``root`` (removed afterwards unless it existed before)."""
+    batches, props = make_batches(messages, batch)
+    config = store_config(root, file_size)
+    spinners = [_FORK.Process(target=_spin, daemon=True) for _ in range(neighbours)]
+    for spinner in spinners:
+        spinner.start()
+    load = os.getloadavg()[0]
+    try:
+        times = run_inline(config, batches, props) if mode == "inline" else run_split(config, batches)
+    finally:
+        for spinner in spinners:
+            spinner.terminate()
+            spinner.join()
+    return RunResult(mode, batch, neighbours, messages, *times[:4], times[4], load)
+
+
+def verify_store(root: Path, file_size: int) -> tuple[int, int]:
+    """``(consume-queue units, index entries)`` of a store, after checking that each unit points at
+    a record of its own queue and queue offset; raises ``AssertionError`` otherwise."""
+    config = store_config(root, file_size)
+    commit_log = CommitLog(config)
+    commit_log.load()
+    queues = ConsumeQueueStore(config.consume_queue_dir, config.mapped_file_size_consume_queue)
+    queues.load()
+    queues.recover()
+    index = IndexService(config.index_dir, config.max_hash_slot_num, config.max_index_num, system_clock_ms)
+    index.load()
+    units = 0
+    try:
+        for cq in queues:
+            for queue_offset, phys, size, _tags in cq.units():
+                mf = commit_log.queue.find(phys)
+                assert mf is not None, f"unit {cq.queue_id}/{queue_offset} points past the commit log"
+                record = decode_record(mf.mm, phys - mf.file_from_offset, with_body=False)
+                found = (record.queue_id, record.queue_offset, record.store_size)
+                assert found == (cq.queue_id, queue_offset, size), f"unit {cq.queue_id}/{queue_offset}"
+                units += 1
+        entries = sum(f.index_count - 1 for f in index.files)
+    finally:
+        commit_log.close()
+        queues.close()
+        index.close()
+    return units, entries
+
+
+def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> list[RunResult]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=32000, help="messages per run")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batches", default="1,16", help="batch sizes, comma-separated")
+    parser.add_argument("--neighbours", default="0,1", help="busy neighbour processes, comma-separated")
+    parser.add_argument("--file-size", type=int, default=256 << 20, help="commit-log file size")
+    parser.add_argument("--dir", help="where the temporary stores go (default: the temp dir)")
+    args = parser.parse_args(argv)
+    sizes = [int(b) for b in args.batches.split(",")]
+    crowds = [int(n) for n in args.neighbours.split(",")]
+    base = Path(tempfile.mkdtemp(prefix="bench-second-core-", dir=args.dir))
+    results: list[RunResult] = []
+    out(f"{args.messages} messages a run, {os.cpu_count()} CPUs; load average {os.getloadavg()}")
+    out(HEADER)
+    try:
+        for rnd in range(args.rounds):
+            for batch in sizes:
+                for crowd in crowds:
+                    modes = MODES if rnd % 2 == 0 else MODES[::-1]  # alternate which goes first
+                    for mode in modes:
+                        root = base / f"{rnd}-{batch}-{crowd}-{mode}"
+                        result = run_case(mode, batch, crowd, args.messages, root, args.file_size)
+                        shutil.rmtree(root, ignore_errors=True)
+                        results.append(result)
+                        out(result.row())
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    out("medians:")
+    out(HEADER)
+    for batch in sizes:
+        for crowd in crowds:
+            for mode in MODES:
+                runs = [r for r in results if (r.mode, r.batch, r.neighbours) == (mode, batch, crowd)]
+                out(median_of(runs).row())
+    out(f"load average at the end {os.getloadavg()}")
+    return results
+
+
+def median_of(runs: list[RunResult]) -> RunResult:
+    """A row of the medians of each column (per-message columns from the medians of the runs)."""
+    first = runs[0]
+    return RunResult(
+        first.mode,
+        first.batch,
+        first.neighbours,
+        first.messages,
+        first.messages / statistics.median(first.messages / r.visible_s for r in runs),
+        first.messages / statistics.median(first.messages / r.put_s for r in runs),
+        statistics.median(r.cpu_a_s for r in runs),
+        statistics.median(r.cpu_b_s for r in runs),
+        int(statistics.median(r.max_lag for r in runs)),
+        statistics.median(r.load for r in runs),
+    )
+
+
+if __name__ == "__main__":
+    main()
