@@ -2,10 +2,10 @@
 (``DefaultMessageStore``, 5.3.3): :class:`CommitLogWriter` appends (process A), :func:`serve_dispatch`
 dispatches (process B).
 
-The writer is ``MessageStore.put_messages`` without its dispatch: stamp each record (queue offset,
-store time), measure it (``codec.message.measure_record``), reserve the commit-log space
-(``CommitLog.reserve``), encode the batch into one buffer (``encode_record_into``) and copy it into
-the mapped file (``CommitLog.write``, first TOTALSIZE last). After each batch it rings a doorbell: the
+The writer is ``MessageStore.put_messages`` without its dispatch, made of the store's own steps:
+stamp and measure each record (``_measure_batch``), reserve the commit-log space
+(``CommitLog.reserve``), encode the batch into one buffer (``_encode_batch``) and copy it into the
+mapped file (``CommitLog.write``, first TOTALSIZE last). After each batch it rings a doorbell: the
 batch's end offset, 8 bytes into a pipe (one ``write`` under ``PIPE_BUF`` is atomic).
 
 The dispatcher maps the same commit-log files (``MappedFile.open``, ``MAP_SHARED``: the writer's bytes
@@ -31,17 +31,15 @@ from codec.message import (
     MessageRecord,
     RecordLayout,
     decode_record,
-    encode_record_into,
-    measure_record,
 )
 from codec.properties import decode_properties
-from store.commit_log import CommitLog
 from store.config import StoreConfig
 from store.consume_queue_store import ConsumeQueueStore
 from store.dispatch import CommitLogDispatcher
 from store.index_service import IndexService
 from store.mapped_file import MappedFile, offset_to_file_name
-from store.message_store import MAX_KEYS_RESERVED
+from store.message_store import MAX_KEYS_RESERVED, MessageStore
+from store.results import PutMessageResult
 
 OFFSET = struct.Struct(">q")  # one doorbell or answer: a commit-log offset
 STOP = -1  # the doorbell that ends the dispatcher once it has caught up
@@ -50,42 +48,31 @@ _SIZE_ONLY = struct.Struct(">i")  # dispatch_batch reads only RecordLayout.size
 
 
 class CommitLogWriter:
-    """Process A: the put of :class:`store.message_store.MessageStore` without its dispatch."""
+    """Process A: :meth:`store.message_store.MessageStore.put_messages` without its dispatch, through
+    the store's own (compiled, when the build is) steps: ``_measure_batch``, ``CommitLog.reserve``,
+    ``_encode_batch`` and ``CommitLog.write``. The consume queues and index are never opened here:
+    their files belong to process B."""
 
     def __init__(self, config: StoreConfig, clock: Callable[[], int]) -> None:
-        self.config = config
         self.clock = clock
-        self.commit_log = CommitLog(config)
+        self.store = MessageStore(config, clock)  # never opened: its put steps, one commit log
+        self.commit_log = self.store.commit_log
         self.commit_log.load()
         self.queue_offsets: dict[tuple[str, int], int] = {}
 
-    def put(self, msgs: Sequence[MessageRecord]) -> int:
+    def put(self, msgs: Sequence[MessageRecord], props: Sequence[dict[str, str]]) -> int:
         """Append one batch of one topic-queue; returns the commit-log end offset after it."""
         now = self.clock()
         first = msgs[0]
         key = (first.topic, first.queue_id)
-        queue_offset = self.queue_offsets.get(key, 0)
-        layouts: list[RecordLayout] = []
-        total = 0
-        for msg in msgs:
-            if len(msg.body) > self.config.max_message_size:
-                raise ValueError("body exceeds maxMessageSize")
-            msg.queue_offset = queue_offset
-            msg.store_timestamp = now
-            msg.physical_offset = 0
-            queue_offset += 1
-            layout = measure_record(msg)
-            layouts.append(layout)
-            total += layout.size
+        measured = self.store._measure_batch(msgs, props, self.queue_offsets.get(key, 0), now)
+        if isinstance(measured, PutMessageResult):
+            raise ValueError(f"refused: {measured.remark}")
+        layouts, _props, total, next_offset = measured
         mf, phys = self.commit_log.reserve(total)
-        data = bytearray(total)
-        pos = 0
-        for msg, layout in zip(msgs, layouts, strict=True):
-            msg.physical_offset = phys + pos
-            encode_record_into(data, pos, msg, layout)
-            pos += layout.size
+        data = MessageStore._encode_batch(msgs, layouts, total, phys)
         end = self.commit_log.write(mf, data)
-        self.queue_offsets[key] = queue_offset
+        self.queue_offsets[key] = next_offset
         return end
 
     def close(self) -> None:

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.store.reput import OFFSET, STOP, CommitLogWriter, serve_dispatch
+from bench.store.reput import OFFSET, STOP, CommitLogWriter, Reput, serve_dispatch
 from codec.message import MessageRecord, decode_record
 from codec.properties import encode_properties
 from store.commit_log import CommitLog
@@ -137,7 +137,9 @@ def run_inline(
     return elapsed, elapsed, cpu, 0.0, 0
 
 
-def run_split(config: StoreConfig, batches: list[list[MessageRecord]]) -> Timings:
+def run_split(
+    config: StoreConfig, batches: list[list[MessageRecord]], props: list[list[dict[str, str]]]
+) -> Timings:
     door_r, door_w = os.pipe()
     answer_r, answer_w = os.pipe()
     report_r, report_w = _FORK.Pipe(duplex=False)
@@ -154,8 +156,8 @@ def run_split(config: StoreConfig, batches: list[list[MessageRecord]]) -> Timing
     try:
         cpu = time.process_time()
         start = time.perf_counter()
-        for records in batches:
-            end = writer.put(records)
+        for records, maps in zip(batches, props, strict=True):
+            end = writer.put(records, maps)
             os.write(door_w, OFFSET.pack(end))
             try:
                 data = os.read(answer_r, 65536)
@@ -198,12 +200,39 @@ def run_case(mode: str, batch: int, neighbours: int, messages: int, root: Path, 
         spinner.start()
     load = os.getloadavg()[0]
     try:
-        times = run_inline(config, batches, props) if mode == "inline" else run_split(config, batches)
+        times = run_inline(config, batches, props) if mode == "inline" else run_split(config, batches, props)
     finally:
         for spinner in spinners:
             spinner.terminate()
             spinner.join()
     return RunResult(mode, batch, neighbours, messages, *times[:4], times[4], load)
+
+
+def measure_components(batch: int, messages: int, root: Path, file_size: int) -> tuple[float, float, float]:
+    """CPU µs per message, in this one process with no pipe and no second process: the inline put,
+    the put without its dispatch (A's work), and the dispatch read back from that commit log (B's
+    work, ``Reput.dispatch`` over it all at once). What the split costs before any scheduling."""
+    batches, props = make_batches(messages, batch)
+    inline = run_inline(store_config(root / "inline", file_size), batches, props)[2]
+    config = store_config(root / "split", file_size)
+    batches, props = make_batches(messages, batch)  # fresh records: the inline put stamped the others
+    writer = CommitLogWriter(config, system_clock_ms)
+    try:
+        cpu = time.process_time()
+        end = 0
+        for records, maps in zip(batches, props, strict=True):
+            end = writer.put(records, maps)
+        put_only = time.process_time() - cpu
+    finally:
+        writer.close()
+    reput = Reput(config, system_clock_ms)
+    try:
+        cpu = time.process_time()
+        reput.dispatch(0, end)
+        read_back = time.process_time() - cpu
+    finally:
+        reput.close()
+    return inline * 1e6 / messages, put_only * 1e6 / messages, read_back * 1e6 / messages
 
 
 def verify_store(root: Path, file_size: int) -> tuple[int, int]:
@@ -243,11 +272,29 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> l
     parser.add_argument("--neighbours", default="0,1", help="busy neighbour processes, comma-separated")
     parser.add_argument("--file-size", type=int, default=256 << 20, help="commit-log file size")
     parser.add_argument("--dir", help="where the temporary stores go (default: the temp dir)")
+    parser.add_argument(
+        "--components", action="store_true", help="only the CPU of each half in one process (no pipes)"
+    )
     args = parser.parse_args(argv)
     sizes = [int(b) for b in args.batches.split(",")]
     crowds = [int(n) for n in args.neighbours.split(",")]
     base = Path(tempfile.mkdtemp(prefix="bench-second-core-", dir=args.dir))
     results: list[RunResult] = []
+    if args.components:
+        try:
+            out(f"{'batch':>5} {'load1':>6} {'inline µs':>9} {'put-only µs':>11} {'read-back µs':>12}")
+            for rnd in range(args.rounds):
+                for batch in sizes:
+                    load = os.getloadavg()[0]
+                    root = base / f"{rnd}-{batch}"
+                    inline, put_only, read_back = measure_components(
+                        batch, args.messages, root, args.file_size
+                    )
+                    shutil.rmtree(root, ignore_errors=True)
+                    out(f"{batch:5} {load:6.1f} {inline:9.2f} {put_only:11.2f} {read_back:12.2f}")
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+        return results
     out(f"{args.messages} messages a run, {os.cpu_count()} CPUs; load average {os.getloadavg()}")
     out(HEADER)
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.store.second_core import run_case, verify_store
+from bench.store.second_core import measure_components, run_case, verify_store
 
 REPO = Path(__file__).resolve().parent.parent.parent
 MESSAGES = 300
@@ -26,6 +26,12 @@ def test_every_message_dispatched_once(tmp_path: Path, mode: str, batch: int) ->
     assert (result.cpu_b_s > 0) == (mode == "split")
     assert len(list((tmp_path / "commitlog").iterdir())) >= 3, "the commit log rolled"
     assert verify_store(tmp_path, FILE_SIZE) == (MESSAGES, MESSAGES)
+
+
+def test_components_measure_each_half(tmp_path: Path) -> None:
+    inline, put_only, read_back = measure_components(16, MESSAGES, tmp_path, FILE_SIZE)
+    assert min(inline, put_only, read_back) > 0
+    assert verify_store(tmp_path / "split", FILE_SIZE) == (MESSAGES, MESSAGES)
 
 
 def test_command_line_runs_both_modes() -> None:
