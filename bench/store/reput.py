@@ -15,6 +15,9 @@ record from where it stopped to the newest end rung (``decode_record(..., with_b
 writes the consume-queue units and index entries with the store's own ``CommitLogDispatcher``
 (``dispatch_batch`` per run of records of one queue, as a put does), and answers with the offset it
 dispatched up to: what the broker would use to wake long polls.
+
+:func:`ship_batch` and :meth:`Reput.dispatch_shipped` are the variant without the read-back: the
+writer packs what the dispatch reads of each record and the dispatcher works from that.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from codec.message import (
     RecordLayout,
     decode_record,
 )
-from codec.properties import decode_properties
+from codec.properties import DELAY, KEYS, TAGS, UNIQ_KEY, decode_properties
 from store.config import StoreConfig
 from store.consume_queue_store import ConsumeQueueStore
 from store.dispatch import CommitLogDispatcher
@@ -45,6 +48,39 @@ OFFSET = struct.Struct(">q")  # one doorbell or answer: a commit-log offset
 STOP = -1  # the doorbell that ends the dispatcher once it has caught up
 _SIZE_MAGIC = struct.Struct(">iI")
 _SIZE_ONLY = struct.Struct(">i")  # dispatch_batch reads only RecordLayout.size
+_SHIPPED = struct.Struct(
+    ">qqiqiH"
+)  # queue offset, commit-log offset, size, store time, sys flag, text length
+_SHIPPED_PROPERTIES = (TAGS, KEYS, UNIQ_KEY, DELAY)  # all the dispatch reads of a record's properties
+_SEP = "\x01"
+
+
+def ship_batch(
+    msgs: Sequence[MessageRecord], layouts: Sequence[RecordLayout], props: Sequence[dict[str, str]]
+) -> bytes:
+    """The variant without a read-back: a put's dispatch fields as bytes for process B (the
+    topic and queue once, then per record its offsets, size, store time, sys flag and the
+    properties the dispatch reads), instead of B decoding them from the commit log."""
+    first = msgs[0]
+    head = f"{first.topic}{_SEP}{first.queue_id}".encode()
+    parts = [_SHIPPED_HEAD.pack(len(msgs), len(head)), head]
+    for msg, layout, mapping in zip(msgs, layouts, props, strict=True):
+        text = _SEP.join(mapping.get(name, "") for name in _SHIPPED_PROPERTIES).encode()
+        parts.append(
+            _SHIPPED.pack(
+                msg.queue_offset,
+                msg.physical_offset,
+                layout.size,
+                msg.store_timestamp,
+                msg.sys_flag,
+                len(text),
+            )
+        )
+        parts.append(text)
+    return b"".join(parts)
+
+
+_SHIPPED_HEAD = struct.Struct(">iH")  # records, length of "topic<SEP>queue id"
 
 
 class CommitLogWriter:
@@ -59,6 +95,7 @@ class CommitLogWriter:
         self.commit_log = self.store.commit_log
         self.commit_log.load()
         self.queue_offsets: dict[tuple[str, int], int] = {}
+        self.last_layouts: list[RecordLayout] = []  # of the last put (for ship_batch)
 
     def put(self, msgs: Sequence[MessageRecord], props: Sequence[dict[str, str]]) -> int:
         """Append one batch of one topic-queue; returns the commit-log end offset after it."""
@@ -69,6 +106,7 @@ class CommitLogWriter:
         if isinstance(measured, PutMessageResult):
             raise ValueError(f"refused: {measured.remark}")
         layouts, _props, total, next_offset = measured
+        self.last_layouts = layouts
         mf, phys = self.commit_log.reserve(total)
         data = MessageStore._encode_batch(msgs, layouts, total, phys)
         end = self.commit_log.write(mf, data)
@@ -143,6 +181,36 @@ class Reput:
         if run:
             self._dispatch_run(run, layouts, props)
         return end
+
+    def dispatch_shipped(self, data: bytes) -> None:
+        """Dispatch one batch shipped by :func:`ship_batch` (no commit-log read)."""
+        count, head_len = _SHIPPED_HEAD.unpack_from(data, 0)
+        pos = _SHIPPED_HEAD.size
+        topic, queue_text = data[pos : pos + head_len].decode().split(_SEP)
+        queue_id = int(queue_text)
+        pos += head_len
+        run: list[MessageRecord] = []
+        layouts: list[RecordLayout] = []
+        props: list[dict[str, str]] = []
+        for _ in range(count):
+            queue_offset, phys, size, store_ts, sys_flag, text_len = _SHIPPED.unpack_from(data, pos)
+            pos += _SHIPPED.size
+            values = data[pos : pos + text_len].decode().split(_SEP)
+            pos += text_len
+            run.append(
+                MessageRecord(
+                    topic=topic,
+                    queue_id=queue_id,
+                    body=b"",
+                    queue_offset=queue_offset,
+                    physical_offset=phys,
+                    store_timestamp=store_ts,
+                    sys_flag=sys_flag,
+                )
+            )
+            layouts.append(RecordLayout(size, b"", b"", sys_flag, _SIZE_ONLY))
+            props.append({k: v for k, v in zip(_SHIPPED_PROPERTIES, values, strict=True) if v})
+        self._dispatch_run(run, layouts, props)
 
     def _dispatch_run(
         self, run: list[MessageRecord], layouts: list[RecordLayout], props: list[dict[str, str]]

@@ -16,6 +16,10 @@ of A's puts alone, CPU µs per message of A, of B and of both, and the largest l
 its end offset and the dispatched one (in messages). ``--neighbours 1`` runs a busy CPU loop in
 another process during the case, standing in for a client on the same 2 cores. Cases interleave
 within each round; the load average is printed before each run, and the medians at the end.
+
+``--components`` measures each half alone in this process, no pipes: the inline put, A's put, B's
+read-back dispatch, and the variant where A ships the dispatch fields (``ship_batch``) and B
+dispatches them without reading the commit log.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.store.reput import OFFSET, STOP, CommitLogWriter, Reput, serve_dispatch
+from bench.store.reput import OFFSET, STOP, CommitLogWriter, Reput, serve_dispatch, ship_batch
 from codec.message import MessageRecord, decode_record
 from codec.properties import encode_properties
 from store.commit_log import CommitLog
@@ -208,10 +212,15 @@ def run_case(mode: str, batch: int, neighbours: int, messages: int, root: Path, 
     return RunResult(mode, batch, neighbours, messages, *times[:4], times[4], load)
 
 
-def measure_components(batch: int, messages: int, root: Path, file_size: int) -> tuple[float, float, float]:
+def measure_components(
+    batch: int, messages: int, root: Path, file_size: int
+) -> tuple[float, float, float, float, float]:
     """CPU µs per message, in this one process with no pipe and no second process: the inline put,
     the put without its dispatch (A's work), and the dispatch read back from that commit log (B's
-    work, ``Reput.dispatch`` over it all at once). What the split costs before any scheduling."""
+    work, ``Reput.dispatch`` over it all at once), and for the variant without a read-back A's
+    packing of the dispatch fields (``ship_batch``) and B's dispatch of them. What the split costs
+    before any scheduling; the packing is timed per batch (many short intervals)."""
+    pack = 0.0
     batches, props = make_batches(messages, batch)
     inline = run_inline(store_config(root / "inline", file_size), batches, props)[2]
     config = store_config(root / "split", file_size)
@@ -232,7 +241,29 @@ def measure_components(batch: int, messages: int, root: Path, file_size: int) ->
         read_back = time.process_time() - cpu
     finally:
         reput.close()
-    return inline * 1e6 / messages, put_only * 1e6 / messages, read_back * 1e6 / messages
+    # The variant that ships the dispatch fields instead: A's packing, then B's dispatch of them.
+    config = store_config(root / "shipped", file_size)
+    batches, props = make_batches(messages, batch)
+    writer = CommitLogWriter(config, system_clock_ms)
+    shipped: list[bytes] = []
+    try:
+        for records, maps in zip(batches, props, strict=True):
+            writer.put(records, maps)
+            cpu = time.process_time()
+            shipped.append(ship_batch(records, writer.last_layouts, maps))
+            pack += time.process_time() - cpu
+    finally:
+        writer.close()
+    reput = Reput(config, system_clock_ms)
+    try:
+        cpu = time.process_time()
+        for data in shipped:
+            reput.dispatch_shipped(data)
+        unpack = time.process_time() - cpu
+    finally:
+        reput.close()
+    scale = 1e6 / messages
+    return inline * scale, put_only * scale, read_back * scale, pack * scale, unpack * scale
 
 
 def verify_store(root: Path, file_size: int) -> tuple[int, int]:
@@ -282,16 +313,22 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> l
     results: list[RunResult] = []
     if args.components:
         try:
-            out(f"{'batch':>5} {'load1':>6} {'inline µs':>9} {'put-only µs':>11} {'read-back µs':>12}")
+            out(
+                f"{'batch':>5} {'load1':>6} {'inline µs':>9} {'put-only µs':>11} {'read-back µs':>12} "
+                f"{'ship µs':>8} {'shipped µs':>10}"
+            )
             for rnd in range(args.rounds):
                 for batch in sizes:
                     load = os.getloadavg()[0]
                     root = base / f"{rnd}-{batch}"
-                    inline, put_only, read_back = measure_components(
+                    inline, put_only, read_back, pack, unpack = measure_components(
                         batch, args.messages, root, args.file_size
                     )
                     shutil.rmtree(root, ignore_errors=True)
-                    out(f"{batch:5} {load:6.1f} {inline:9.2f} {put_only:11.2f} {read_back:12.2f}")
+                    out(
+                        f"{batch:5} {load:6.1f} {inline:9.2f} {put_only:11.2f} {read_back:12.2f} "
+                        f"{pack:8.2f} {unpack:10.2f}"
+                    )
         finally:
             shutil.rmtree(base, ignore_errors=True)
         return results

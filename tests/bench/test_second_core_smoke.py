@@ -29,9 +29,10 @@ def test_every_message_dispatched_once(tmp_path: Path, mode: str, batch: int) ->
 
 
 def test_components_measure_each_half(tmp_path: Path) -> None:
-    inline, put_only, read_back = measure_components(16, MESSAGES, tmp_path, FILE_SIZE)
-    assert min(inline, put_only, read_back) > 0
+    figures = measure_components(16, MESSAGES, tmp_path, FILE_SIZE)
+    assert min(figures) > 0
     assert verify_store(tmp_path / "split", FILE_SIZE) == (MESSAGES, MESSAGES)
+    assert verify_store(tmp_path / "shipped", FILE_SIZE) == (MESSAGES, MESSAGES)
 
 
 def test_command_line_runs_both_modes() -> None:
