@@ -45,6 +45,7 @@ from store.message_store import MAX_KEYS_RESERVED, MessageStore
 from store.results import PutMessageResult
 
 OFFSET = struct.Struct(">q")  # one doorbell or answer: a commit-log offset
+FRAME = struct.Struct(">iq")  # a shipped batch's length and end offset (length 0: stop), then the batch
 STOP = -1  # the doorbell that ends the dispatcher once it has caught up
 _SIZE_MAGIC = struct.Struct(">iI")
 _SIZE_ONLY = struct.Struct(">i")  # dispatch_batch reads only RecordLayout.size
@@ -254,6 +255,45 @@ def serve_dispatch(
                     target = max(target, value)
             if target > dispatched:
                 dispatched = reput.dispatch(dispatched, target)
+                os.write(answer, OFFSET.pack(dispatched))
+        report.send((reput.records, time.process_time() - (cpu_start or time.process_time())))
+    finally:
+        reput.close()
+
+
+def serve_shipped(
+    config: StoreConfig, clock: Callable[[], int], doorbell: int, answer: int, report: Connection
+) -> None:
+    """:func:`serve_dispatch` for shipped batches: the doorbell pipe carries :data:`FRAME`-prefixed
+    :func:`ship_batch` bytes; B dispatches every whole frame read and answers with the end offset of
+    the last one. A frame of length 0 stops it."""
+    reput = Reput(config, clock)
+    pending = bytearray()
+    cpu_start: float | None = None
+    stop = False
+    try:
+        while not stop:
+            data = os.read(doorbell, 65536)
+            if not data:
+                break
+            if cpu_start is None:
+                cpu_start = time.process_time()
+            pending += data
+            pos = 0
+            dispatched = -1
+            while len(pending) - pos >= FRAME.size:
+                length, end = FRAME.unpack_from(pending, pos)
+                if length == 0:
+                    stop = True
+                    pos += FRAME.size
+                    break
+                if len(pending) - pos - FRAME.size < length:
+                    break
+                reput.dispatch_shipped(bytes(pending[pos + FRAME.size : pos + FRAME.size + length]))
+                dispatched = end
+                pos += FRAME.size + length
+            del pending[:pos]
+            if dispatched >= 0:
                 os.write(answer, OFFSET.pack(dispatched))
         report.send((reput.records, time.process_time() - (cpu_start or time.process_time())))
     finally:

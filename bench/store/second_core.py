@@ -9,7 +9,9 @@ queues) into a fresh store in a temporary directory:
 * ``split``: process A appends (:class:`bench.store.reput.CommitLogWriter`) and rings a doorbell
   per batch; process B (:func:`bench.store.reput.serve_dispatch`) dispatches from the mapped files
   and answers with the dispatched offset, which A reads without blocking after each put, as a
-  broker would to wake its long polls (Java's ``ReputMessageService``).
+  broker would to wake its long polls (Java's ``ReputMessageService``);
+* ``shipped``: as ``split``, but A sends B each batch's dispatch fields (``ship_batch``) through
+  the pipe and B dispatches from them without reading the commit log.
 
 It prints, per run: messages/s until every message is dispatched (visible to a pull), messages/s
 of A's puts alone, CPU µs per message of A, of B and of both, and the largest lag A saw between
@@ -35,7 +37,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.store.reput import OFFSET, STOP, CommitLogWriter, Reput, serve_dispatch, ship_batch
+from bench.store.reput import (
+    FRAME,
+    OFFSET,
+    STOP,
+    CommitLogWriter,
+    Reput,
+    serve_dispatch,
+    serve_shipped,
+    ship_batch,
+)
 from codec.message import MessageRecord, decode_record
 from codec.properties import encode_properties
 from store.commit_log import CommitLog
@@ -48,7 +59,7 @@ from store.results import PutMessageStatus
 BODY = bytes(range(256)) * 4  # 1 KiB
 QUEUES = 8
 TOPIC = "BenchSecondCore"
-MODES = ("inline", "split")
+MODES = ("inline", "split", "shipped")
 _FORK = multiprocessing.get_context("fork")
 
 
@@ -142,13 +153,18 @@ def run_inline(
 
 
 def run_split(
-    config: StoreConfig, batches: list[list[MessageRecord]], props: list[list[dict[str, str]]]
+    config: StoreConfig,
+    batches: list[list[MessageRecord]],
+    props: list[list[dict[str, str]]],
+    shipped: bool = False,
 ) -> Timings:
     door_r, door_w = os.pipe()
     answer_r, answer_w = os.pipe()
     report_r, report_w = _FORK.Pipe(duplex=False)
     proc = _FORK.Process(
-        target=serve_dispatch, args=(config, system_clock_ms, door_r, answer_w, report_w), daemon=True
+        target=serve_shipped if shipped else serve_dispatch,
+        args=(config, system_clock_ms, door_r, answer_w, report_w),
+        daemon=True,
     )
     proc.start()
     os.close(door_r)
@@ -162,7 +178,11 @@ def run_split(
         start = time.perf_counter()
         for records, maps in zip(batches, props, strict=True):
             end = writer.put(records, maps)
-            os.write(door_w, OFFSET.pack(end))
+            if shipped:
+                data = ship_batch(records, writer.last_layouts, maps)
+                os.write(door_w, FRAME.pack(len(data), end) + data)
+            else:
+                os.write(door_w, OFFSET.pack(end))
             try:
                 data = os.read(answer_r, 65536)
             except BlockingIOError:
@@ -172,7 +192,7 @@ def run_split(
             max_lag = max(max_lag, end - dispatched)
             per_message = per_message or (end // len(records))
         put_s = time.perf_counter() - start
-        os.write(door_w, OFFSET.pack(STOP))
+        os.write(door_w, FRAME.pack(0, 0) if shipped else OFFSET.pack(STOP))
         os.set_blocking(answer_r, True)
         while dispatched < end:
             data = os.read(answer_r, 65536)
@@ -204,7 +224,10 @@ def run_case(mode: str, batch: int, neighbours: int, messages: int, root: Path, 
         spinner.start()
     load = os.getloadavg()[0]
     try:
-        times = run_inline(config, batches, props) if mode == "inline" else run_split(config, batches, props)
+        if mode == "inline":
+            times = run_inline(config, batches, props)
+        else:
+            times = run_split(config, batches, props, shipped=mode == "shipped")
     finally:
         for spinner in spinners:
             spinner.terminate()
@@ -301,6 +324,7 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> l
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batches", default="1,16", help="batch sizes, comma-separated")
     parser.add_argument("--neighbours", default="0,1", help="busy neighbour processes, comma-separated")
+    parser.add_argument("--modes", default=",".join(MODES), help="of inline, split, shipped")
     parser.add_argument("--file-size", type=int, default=256 << 20, help="commit-log file size")
     parser.add_argument("--dir", help="where the temporary stores go (default: the temp dir)")
     parser.add_argument(
@@ -309,6 +333,7 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> l
     args = parser.parse_args(argv)
     sizes = [int(b) for b in args.batches.split(",")]
     crowds = [int(n) for n in args.neighbours.split(",")]
+    chosen = [m for m in MODES if m in args.modes.split(",")]
     base = Path(tempfile.mkdtemp(prefix="bench-second-core-", dir=args.dir))
     results: list[RunResult] = []
     if args.components:
@@ -338,7 +363,7 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> l
         for rnd in range(args.rounds):
             for batch in sizes:
                 for crowd in crowds:
-                    modes = MODES if rnd % 2 == 0 else MODES[::-1]  # alternate which goes first
+                    modes = chosen if rnd % 2 == 0 else chosen[::-1]  # alternate which goes first
                     for mode in modes:
                         root = base / f"{rnd}-{batch}-{crowd}-{mode}"
                         result = run_case(mode, batch, crowd, args.messages, root, args.file_size)
@@ -351,7 +376,7 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> l
     out(HEADER)
     for batch in sizes:
         for crowd in crowds:
-            for mode in MODES:
+            for mode in chosen:
                 runs = [r for r in results if (r.mode, r.batch, r.neighbours) == (mode, batch, crowd)]
                 out(median_of(runs).row())
     out(f"load average at the end {os.getloadavg()}")
