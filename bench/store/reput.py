@@ -18,6 +18,7 @@ dispatched up to: what the broker would use to wake long polls.
 
 :func:`ship_batch` and :meth:`Reput.dispatch_shipped` are the variant without the read-back: the
 writer packs what the dispatch reads of each record and the dispatcher works from that.
+:func:`verify_store` checks a store either way wrote (every unit points at its own record).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import struct
 import time
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 from codec.message import (
     BLANK_MAGIC_CODE,
@@ -36,12 +38,13 @@ from codec.message import (
     decode_record,
 )
 from codec.properties import DELAY, KEYS, TAGS, UNIQ_KEY, decode_properties
+from store.commit_log import CommitLog
 from store.config import StoreConfig
 from store.consume_queue_store import ConsumeQueueStore
 from store.dispatch import CommitLogDispatcher
 from store.index_service import IndexService
 from store.mapped_file import MappedFile, offset_to_file_name
-from store.message_store import MAX_KEYS_RESERVED, MessageStore
+from store.message_store import MAX_KEYS_RESERVED, MessageStore, system_clock_ms
 from store.results import PutMessageResult
 
 OFFSET = struct.Struct(">q")  # one doorbell or answer: a commit-log offset
@@ -298,3 +301,43 @@ def serve_shipped(
         report.send((reput.records, time.process_time() - (cpu_start or time.process_time())))
     finally:
         reput.close()
+
+
+def store_config(root: Path, file_size: int) -> StoreConfig:
+    config, _ = StoreConfig.from_properties(
+        {
+            "storePathRootDir": str(root),
+            "flushDiskType": "ASYNC_FLUSH",
+            "mappedFileSizeCommitLog": str(file_size),
+        }
+    )
+    return config
+
+
+def verify_store(root: Path, file_size: int) -> tuple[int, int]:
+    """``(consume-queue units, index entries)`` of a store, after checking that each unit points at
+    a record of its own queue and queue offset; raises ``AssertionError`` otherwise."""
+    config = store_config(root, file_size)
+    commit_log = CommitLog(config)
+    commit_log.load()
+    queues = ConsumeQueueStore(config.consume_queue_dir, config.mapped_file_size_consume_queue)
+    queues.load()
+    queues.recover()
+    index = IndexService(config.index_dir, config.max_hash_slot_num, config.max_index_num, system_clock_ms)
+    index.load()
+    units = 0
+    try:
+        for cq in queues:
+            for queue_offset, phys, size, _tags in cq.units():
+                mf = commit_log.queue.find(phys)
+                assert mf is not None, f"unit {cq.queue_id}/{queue_offset} points past the commit log"
+                record = decode_record(mf.mm, phys - mf.file_from_offset, with_body=False)
+                found = (record.queue_id, record.queue_offset, record.store_size)
+                assert found == (cq.queue_id, queue_offset, size), f"unit {cq.queue_id}/{queue_offset}"
+                units += 1
+        entries = sum(f.index_count - 1 for f in index.files)
+    finally:
+        commit_log.close()
+        queues.close()
+        index.close()
+    return units, entries

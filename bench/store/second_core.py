@@ -46,13 +46,11 @@ from bench.store.reput import (
     serve_dispatch,
     serve_shipped,
     ship_batch,
+    store_config,
 )
-from codec.message import MessageRecord, decode_record
+from codec.message import MessageRecord
 from codec.properties import encode_properties
-from store.commit_log import CommitLog
 from store.config import StoreConfig
-from store.consume_queue_store import ConsumeQueueStore
-from store.index_service import IndexService
 from store.message_store import MessageStore, system_clock_ms
 from store.results import PutMessageStatus
 
@@ -88,17 +86,6 @@ class RunResult:
 
 HEADER = f"{'mode':7} {'batch':>5} {'nbr':>3} {'load1':>6} {'visible/s':>9} {'put/s':>9} "
 HEADER += f"{'A µs':>8} {'B µs':>8} {'A+B µs':>8} {'max lag':>7}"
-
-
-def store_config(root: Path, file_size: int) -> StoreConfig:
-    config, _ = StoreConfig.from_properties(
-        {
-            "storePathRootDir": str(root),
-            "flushDiskType": "ASYNC_FLUSH",
-            "mappedFileSizeCommitLog": str(file_size),
-        }
-    )
-    return config
 
 
 def make_batches(messages: int, batch: int) -> tuple[list[list[MessageRecord]], list[list[dict[str, str]]]]:
@@ -287,35 +274,6 @@ def measure_components(
         reput.close()
     scale = 1e6 / messages
     return inline * scale, put_only * scale, read_back * scale, pack * scale, unpack * scale
-
-
-def verify_store(root: Path, file_size: int) -> tuple[int, int]:
-    """``(consume-queue units, index entries)`` of a store, after checking that each unit points at
-    a record of its own queue and queue offset; raises ``AssertionError`` otherwise."""
-    config = store_config(root, file_size)
-    commit_log = CommitLog(config)
-    commit_log.load()
-    queues = ConsumeQueueStore(config.consume_queue_dir, config.mapped_file_size_consume_queue)
-    queues.load()
-    queues.recover()
-    index = IndexService(config.index_dir, config.max_hash_slot_num, config.max_index_num, system_clock_ms)
-    index.load()
-    units = 0
-    try:
-        for cq in queues:
-            for queue_offset, phys, size, _tags in cq.units():
-                mf = commit_log.queue.find(phys)
-                assert mf is not None, f"unit {cq.queue_id}/{queue_offset} points past the commit log"
-                record = decode_record(mf.mm, phys - mf.file_from_offset, with_body=False)
-                found = (record.queue_id, record.queue_offset, record.store_size)
-                assert found == (cq.queue_id, queue_offset, size), f"unit {cq.queue_id}/{queue_offset}"
-                units += 1
-        entries = sum(f.index_count - 1 for f in index.files)
-    finally:
-        commit_log.close()
-        queues.close()
-        index.close()
-    return units, entries
 
 
 def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> list[RunResult]:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.store.second_core import measure_components, run_case, verify_store
+from bench.store.reput import verify_store
+from bench.store.second_core import measure_components, run_case
 
 REPO = Path(__file__).resolve().parent.parent.parent
 MESSAGES = 300
