@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from codec.hashing import body_crc32
+from codec.hashing import crc32_ranges
 from codec.message import MESSAGE_MAGIC_CODE_V2, MessageSysFlag
 from codec.message_id import encode_offset_msg_id
 from codec.properties import KEYS, TAGS, UNIQ_KEY, decode_properties
@@ -178,14 +178,15 @@ def validate(
     ok &= (props_len >= 0) & (props_pos + props_len == ends)
     count = len(starts) if ok.all() else int(np.argmin(ok))
     if check_crc and count:
-        view = memoryview(data.data)
-        crcs = c["crc"]
-        for i, (p, n) in enumerate(
-            zip(heads.body_pos[:count].tolist(), body_len[:count].tolist(), strict=True)
-        ):
-            if body_crc32(view[p : p + n]) != crcs[i]:
-                count = i
-                break
+        body_pos = heads.body_pos[:count]
+        computed = np.fromiter(
+            crc32_ranges(data.data, body_pos.tolist(), (body_pos + body_len[:count]).tolist()),
+            dtype=np.int64,
+            count=count,
+        )
+        bad = np.flatnonzero((computed & 0x7FFFFFFF) != c["crc"][:count])  # UtilAll.crc32's mask
+        if len(bad):
+            count = int(bad[0])
     return count, topic_pos, topic_len, props_pos, props_len
 
 

@@ -4,6 +4,8 @@ Usage::
 
     python -m bench.spark [--size-mib 1024] [--rounds 1] [--cores N] [--store DIR [--keep]]
                           [--no-cold] [--out bench/results] [--name spark-<date>]
+                          [--network-messages 20000] [--network-targets gateway,reference]
+                          [--no-network]
 
 Builds a store of 1 KiB messages (:mod:`bench.spark.store`; in a temporary directory, removed
 afterwards, unless ``--store`` names one: an existing benchmark store there of at least the size
@@ -11,8 +13,12 @@ asked is reused, and ``--keep`` keeps it), then measures in the same run, per ro
 (:mod:`bench.spark.cases`): the raw sequential read, cold (when root: page cache dropped) and
 warm; the reader alone in one process; Spark ``count()`` and a full ``noop`` scan, each with
 ``includeBody`` false and true (warm), and cold: ``count()`` with and without bodies and the
-full-row scan with bodies, each as a ratio of the cold raw read. Prints a markdown
-table and writes ``<out>/<name>.json`` and ``.md`` (:mod:`bench.spark.report`).
+full-row scan with bodies, each as a ratio of the cold raw read. Then network mode
+(:mod:`bench.spark.network`, unless ``--no-network``): ``--network-messages`` messages of the same
+shape, served by our gateway and by the real 5.3.3 broker, each read back by the pull loop alone
+and by Spark ``count()``: 1 GiB sent one message at a time would take longer than the rest of the
+run, so network mode reads fewer messages and is compared by rate and CPU per message. Prints
+markdown tables and writes ``<out>/<name>.json`` and ``.md`` (:mod:`bench.spark.report`).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.spark import cases
+from bench.spark import cases, network
 from bench.spark.report import markdown, summarize
 from bench.spark.store import BODY_BYTES, QUEUES, TOPICS, BuiltStore, build_store
 
@@ -49,9 +55,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-cold", action="store_true", help="never drop the page cache")
     p.add_argument("--out", type=Path, default=RESULTS, help="directory of the .json and .md results")
     p.add_argument("--name", default=None, help="result file name (default spark-YYYY-MM-DD)")
+    p.add_argument("--network-messages", type=int, default=20_000, help="messages per network target")
+    p.add_argument(
+        "--network-targets", default=",".join(network.TARGETS), help="comma-separated: gateway, reference"
+    )
+    p.add_argument("--no-network", action="store_true", help="skip network mode")
     args = p.parse_args(argv)
-    if args.size_mib < 1 or args.rounds < 1 or args.cores < 1:
-        p.error("--size-mib, --rounds and --cores must be positive")
+    if args.size_mib < 1 or args.rounds < 1 or args.cores < 1 or args.network_messages < 1:
+        p.error("--size-mib, --rounds, --cores and --network-messages must be positive")
+    targets = [t for t in args.network_targets.split(",") if t]
+    if not targets or set(targets) - set(network.TARGETS):
+        p.error(f"--network-targets: a comma-separated list of {', '.join(network.TARGETS)}")
+    args.network_targets = targets
     return args
 
 
@@ -121,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(parent, ignore_errors=True)
         elif not args.keep:
             shutil.rmtree(root, ignore_errors=True)
+    net_rows = []
+    if not args.no_network:
+        net_rows = network.measure(args.network_targets, args.network_messages, BODY_BYTES, args.cores)
     date = time.strftime("%Y-%m-%d", time.gmtime())
     meta = {
         "date": date,
@@ -145,11 +163,11 @@ def main(argv: list[str] | None = None) -> int:
         ),
     }
     summary = summarize(rows)
-    text = markdown(meta, summary)
+    text = markdown(meta, summary, network.markdown(net_rows, args.cores))
     args.out.mkdir(parents=True, exist_ok=True)
     name = args.name or f"spark-{date}"
     (args.out / f"{name}.json").write_text(
-        json.dumps({"meta": meta, "summary": summary, "runs": rows}, indent=1)
+        json.dumps({"meta": meta, "summary": summary, "runs": rows, "network": net_rows}, indent=1)
     )
     (args.out / f"{name}.md").write_text(text)
     print(text)

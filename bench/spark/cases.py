@@ -152,13 +152,17 @@ def spark_case(session: Any, root: Path, case: str, include_body: bool, cold: bo
     else:
         raise ValueError(case)
     seconds = time.perf_counter() - start
-    after = process_tree_cpu(jvm)
     measure = Measure(case, include_body, "cold" if cold else "warm", seconds, rows)
+    add_cpu(measure, jvm, before, process_tree_cpu(jvm))
+    return measure
+
+
+def add_cpu(measure: Measure, jvm: int, before: dict[int, float], after: dict[int, float]) -> None:
+    """Set the JVM's and its Python workers' CPU seconds between two :func:`process_tree_cpu`."""
     if jvm in before and jvm in after:
         # A worker that exited meanwhile moved its CPU into its parent's (waited-for) children time.
         measure.jvm_cpu_s = after[jvm] - before[jvm]
         measure.python_cpu_s = sum(v - before.get(pid, 0.0) for pid, v in after.items() if pid != jvm)
-    return measure
 
 
 def warm_up_reader(root: Path) -> None:

@@ -66,8 +66,9 @@ def _num(value: float | None, digits: int) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def markdown(meta: dict[str, Any], summary: list[dict[str, Any]]) -> str:
-    """A table of the summary, with what was measured on what."""
+def markdown(meta: dict[str, Any], summary: list[dict[str, Any]], network: list[str] | None = None) -> str:
+    """A table of the summary, with what was measured on what; ``network``: the network-mode
+    table's lines (:func:`bench.spark.network.markdown`), placed after the file-mode table."""
     lines = [
         f"# Spark reader benchmark, {meta['date']}",
         "",
@@ -103,6 +104,8 @@ def markdown(meta: dict[str, Any], summary: list[dict[str, Any]]) -> str:
             if goal.get(key) is not None
         ]  # fmt: skip
         lines += ["", f"Cold, as a ratio of the cold raw read (goal 0.5): {', '.join(parts)}."]
+    if network:
+        lines += ["", *network]
     lines += [
         "",
         "CPU µs/msg: CPU time of the Spark JVM (driver and executor in `local` mode) and of its Python",
