@@ -1,21 +1,31 @@
 """py-spy profiles of our server during the measured phase of a side-by-side case, and their
 summary by layer of the send path.
 
-``python -m bench.side_by_side --profile DIR`` attaches ``py-spy record`` (``--native``, so the
-functions compiled with mypyc show under their own names instead of inside their interpreted
-caller) to our server at the driver's ``MARK start`` and stops it at ``MARK end``: one collapsed
-stack file (py-spy's ``raw`` format) per producer case and round, ``<case>-<round>.txt``. The
-reference's CPU per message is measured in the same run as always; py-spy samples ours only.
+``python -m bench.side_by_side --profile DIR`` attaches ``py-spy record`` to our server at the
+driver's ``MARK start`` and stops it at ``MARK end``: one collapsed-stack file (py-spy's ``raw``
+format) per producer case and round, ``<topic>.txt``. The reference's CPU per message is measured
+in the same run as always; py-spy samples ours only.
+
+Without ``--native`` py-spy sees interpreted frames only: time in a function compiled with mypyc
+(gateway/native.py) shows as time on the line of the interpreted frame that called it. So a frame
+is classified by its file, and a frame whose current source line calls into compiled code
+(``put_messages(``, ``encode_frame(``, ``.feed(``, the dispatcher's ``handler(``) by that call
+(:data:`COMPILED_CALLS`). ``--native`` names the compiled functions themselves
+(``CPyDef_<module>___<name>``, :data:`COMPILED_MODULES`), but its stack unwinding pauses the
+server for milliseconds per sample: on 2 loaded cores a 16-thread sync send fell from thousands to
+2 msgs/s, so the side-by-side does not use it.
 
 ``python -m bench.side_by_side.profile DIR/*.txt`` prints, per file, the share of samples of each
-layer (:data:`LAYERS`), which times the case's CPU per message gives µs per message per layer.
-A sample goes to the layer of its innermost frame that one of the layers claims, so a store
-function called by the send processor counts as store, and the Python frames of the event loop
-count as socket/Trio only when nothing of ours is beneath them.
+layer, which times the case's CPU per message gives µs per message per layer. A sample goes to the
+layer of its innermost frame that has one, so a store call under the send processor counts as
+store, and the event loop's frames count as socket/Trio only when nothing of ours is beneath them.
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import linecache
 import shutil
 import signal
 import subprocess
@@ -23,12 +33,15 @@ import sys
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 SAMPLE_RATE_HZ = 200
-STOP_TIMEOUT_S = 30.0  # py-spy writes its file after SIGINT; a native unwind of a big profile is slow
+STOP_TIMEOUT_S = 30.0  # py-spy writes its file after SIGINT
+REPO = Path(__file__).resolve().parents[2]
 
 STORE_DISPATCH = "store dispatch (consume queue, index)"
 STORE_PUT = "store put (commit log, records)"
+STORE_TICK = "store tick (periodic flush: msync, file reserve)"
 HEADER_DECODE = "header decode"
 ENCODE = "encode"
 SEND_PROCESSOR = "send processor"
@@ -36,6 +49,8 @@ BROKER_OTHER = "broker other (stats, topics, hooks)"
 REQUEST_DISPATCH = "request dispatch"
 CONNECTION = "connection (frames, queues)"
 SOCKET_TRIO = "socket / Trio"
+#: Blocked in epoll_wait: py-spy's idle detection misses some of it; not CPU, left out of the shares.
+WAIT = "waiting in epoll_wait (not counted)"
 OTHER = "other (interpreter, GC, unresolved)"
 #: The layer of a compiled module's functions, by the module's last name: mypyc calls a compiled
 #: function ``CPyDef_<module>___<qualified name>``. Modules used by several layers (hashing,
@@ -61,7 +76,17 @@ COMPILED_MODULES = {
     **dict.fromkeys(("command", "frame", "json_header", "binary_header"), HEADER_DECODE),
     **dict.fromkeys(("send", "batch"), SEND_PROCESSOR),
 }
-#: (layer, substrings of an interpreted frame's file), first match wins.
+#: What an interpreted frame does when its current line calls compiled code: (layer, substrings
+#: of the source line), first match wins.
+COMPILED_CALLS = (
+    (WAIT, ("self._epoll.poll(",)),
+    (STORE_PUT, (".put_messages(", ".put_message(")),
+    (STORE_TICK, (".tick(",)),
+    (ENCODE, ("encode_frame(",)),
+    (HEADER_DECODE, (".feed(", "from_ext_fields(")),
+    (SEND_PROCESSOR, ("handler(",)),
+)
+#: (layer, substrings of an interpreted frame's file, "/" in front), first match wins.
 PYTHON_FILES = (
     (HEADER_DECODE, ("/codec/headers/", "/codec/command", "/codec/json_header", "/codec/binary_header")),
     (SEND_PROCESSOR, ("/broker/processors/send",)),
@@ -70,7 +95,7 @@ PYTHON_FILES = (
     (BROKER_OTHER, ("/broker/",)),
     (REQUEST_DISPATCH, ("/gateway/transport/dispatch",)),
     (CONNECTION, ("/gateway/transport/", "/codec/")),
-    (SOCKET_TRIO, ("/trio/", "/socket.py", "/selectors.py")),
+    (SOCKET_TRIO, ("/trio/", "/socket.py", "/selectors.py", "/outcome/")),
 )
 #: Native frames of the kernel boundary (libc, the socket and select modules).
 SYSCALLS = ("send", "recv", "epoll", "sock_", "poll", "writev", "__write", "__read", "syscall")
@@ -98,7 +123,7 @@ class PhaseProfiler:
         if name == "start" and self._proc is None:
             self._out.parent.mkdir(parents=True, exist_ok=True)
             cmd = [py_spy(), "record", "--pid", str(self._pid), "--rate", str(SAMPLE_RATE_HZ)]
-            cmd += ["--native", "--format", "raw", "--output", str(self._out)]
+            cmd += ["--format", "raw", "--output", str(self._out)]
             log = self._out.with_suffix(".log").open("wb")
             self._proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         elif name == "end":
@@ -116,6 +141,17 @@ class PhaseProfiler:
             self._proc.wait()
 
 
+@functools.cache
+def source_line(path: str, line: int) -> str:
+    """Line ``line`` of ``path`` or "": py-spy prints a file relative to the ``sys.path`` entry it
+    was found in (the repository for ours, site-packages for Trio)."""
+    for root in (REPO, *map(Path, sys.path)):
+        file = root / path
+        if file.is_file():
+            return linecache.getline(str(file), line)
+    return ""
+
+
 def frame_layer(frame: str) -> str | None:
     """The layer one frame belongs to, or None when its callers should decide."""
     name, _, where = frame.partition(" (")
@@ -125,9 +161,14 @@ def frame_layer(frame: str) -> str | None:
         if layer == HEADER_DECODE and "encode" in function:
             return ENCODE
         return layer
-    if where.endswith(".py)") or ".py:" in where:
+    path, _, line = where.rstrip(")").rpartition(":")
+    if path.endswith(".py") and line.isdigit():
+        code = source_line(path, int(line))
+        for layer, calls in COMPILED_CALLS:
+            if any(c in code for c in calls):
+                return layer
         for layer, files in PYTHON_FILES:
-            if any(f in where for f in files):
+            if any(f in "/" + path for f in files):
                 if layer in (HEADER_DECODE, CONNECTION) and "encode" in name:
                     return ENCODE
                 return layer
@@ -174,10 +215,88 @@ def top_frames(stacks: Counter[tuple[str, ...]], n: int = 15) -> list[tuple[str,
     return leaves.most_common(n)
 
 
+def shares(stacks: Counter[tuple[str, ...]]) -> dict[str, float]:
+    """Each layer's share of the samples that are not :data:`WAIT`, largest first."""
+    layers = by_layer(stacks)
+    waiting = layers.pop(WAIT, 0)
+    del waiting
+    total = sum(layers.values()) or 1
+    return {layer: count / total for layer, count in layers.most_common()}
+
+
+def table(results: Path, profiles: Path) -> str:
+    """A markdown table: per case, each layer's share of our samples (every round's profile pooled)
+    and its µs per message (share × our median server CPU µs per message in ``results``), with
+    the reference's CPU per message of the same run and the gap."""
+    data = json.loads(results.read_text())
+    by_case: dict[str, dict[str, Any]] = data["summary"]
+    # A round whose driver stored nothing (its priming send timed out) profiled an idle server.
+    measured = {
+        (r["case"], r["round"]) for r in data.get("runs", []) if r["target"] == "ours" and r.get("ok")
+    }
+    files = {
+        case: [
+            f
+            for f in sorted(profiles.glob(f"Bench_{case}_*.txt"))
+            if not measured or _round(f, case) in measured
+        ]
+        for case in by_case
+    }
+    cases = [case for case in by_case if files[case]]
+    pooled: dict[str, dict[str, float]] = {}
+    samples: dict[str, int] = {}
+    for case in cases:
+        stacks: Counter[tuple[str, ...]] = Counter()
+        for file in files[case]:
+            stacks.update(read_stacks(file))
+        pooled[case] = shares(stacks)
+        samples[case] = sum(stacks.values())
+    layers = sorted(
+        {layer for s in pooled.values() for layer in s},
+        key=lambda x: -sum(pooled[c].get(x, 0.0) for c in cases),
+    )
+    head = "| layer | " + " | ".join(f"{c} share | {c} µs/msg" for c in cases) + " |"
+    lines = [head, "|---|" + "---|---|" * len(cases)]
+    ours = {c: _median(by_case[c], "ours") for c in cases}
+    for layer in layers:
+        cells = []
+        for c in cases:
+            share = pooled[c].get(layer, 0.0)
+            cells.append(f"{share:.1%} | {share * ours[c]:.1f}" if ours[c] else f"{share:.1%} | -")
+        lines.append(f"| {layer} | " + " | ".join(cells) + " |")
+    ref = {c: _median(by_case[c], "reference") for c in cases}
+    lines.append(
+        "| **ours, server CPU µs/msg (median)** | " + " | ".join(f"| {ours[c]:.1f}" for c in cases) + " |"
+    )
+    lines.append("| **reference, µs/msg (median)** | " + " | ".join(f"| {ref[c]:.1f}" for c in cases) + " |")
+    lines.append(
+        "| **gap ours - reference** | " + " | ".join(f"| {ours[c] - ref[c]:+.1f}" for c in cases) + " |"
+    )
+    lines.append("| samples (rounds pooled) | " + " | ".join(f"{samples[c]} | " for c in cases) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _round(file: Path, case: str) -> tuple[str, int]:
+    suffix = file.stem.rpartition("_")[2]
+    return case, int(suffix) if suffix.isdigit() else -1
+
+
+def _median(row: dict[str, Any], target: str) -> float:
+    value = row.get(target, {}).get("server_cpu_us_per_msg", {})
+    return float(value.get("median", 0.0)) if isinstance(value, dict) else float(value or 0.0)
+
+
 def main(argv: list[str]) -> int:
-    """Print the layer shares and top leaf frames of each profile file given."""
+    """``--results RESULTS.json DIR``: the markdown table of :func:`table`; else the layer shares
+    and top leaf frames of each profile file given."""
+    if argv[:1] == ["--results"] and len(argv) == 3:
+        print(table(Path(argv[1]), Path(argv[2])), end="")
+        return 0
     if not argv:
-        print("usage: python -m bench.side_by_side.profile PROFILE.txt ...", file=sys.stderr)
+        print(
+            "usage: python -m bench.side_by_side.profile [--results RESULTS.json DIR | PROFILE.txt ...]",
+            file=sys.stderr,
+        )
         return 2
     for name in argv:
         stacks = read_stacks(Path(name))

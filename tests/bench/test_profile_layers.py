@@ -6,6 +6,7 @@ The stacks are shaped as py-spy 0.4 writes them for our server (root first): int
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,35 @@ def test_main_prints_each_layers_share(tmp_path: Path, capsys: pytest.CaptureFix
     out = capsys.readouterr().out
     assert " 30.0%  store put (commit log, records)" in out
     assert profile.main([]) == 2
+
+
+def test_an_interpreted_line_calling_compiled_code_counts_as_what_it_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --native a compiled callee is invisible: the caller's current line names it."""
+    (tmp_path / "broker").mkdir()
+    (tmp_path / "broker" / "message_service.py").write_text("x = 1\nresult = self.store.put_messages(msgs)\n")
+    monkeypatch.setattr(profile, "REPO", tmp_path)
+    profile.source_line.cache_clear()
+    try:
+        stack = (*READER, "put_nowait (broker/message_service.py:2)")
+        assert profile.layer_of(stack) == profile.STORE_PUT
+        assert profile.layer_of((*READER, "put_nowait (broker/message_service.py:1)")) == profile.BROKER_OTHER
+    finally:
+        profile.source_line.cache_clear()
+
+
+def test_the_table_scales_each_layers_share_by_our_cpu_per_message(tmp_path: Path) -> None:
+    (tmp_path / "Bench_sync16_0.txt").write_text(RAW)
+    (tmp_path / "Bench_sync16_1.txt").write_text(RAW)
+    cpu = {"ours": {"server_cpu_us_per_msg": {"median": 200.0}}}
+    cpu["reference"] = {"server_cpu_us_per_msg": {"median": 150.0}}
+    results = tmp_path / "r.json"
+    results.write_text(json.dumps({"summary": {"sync1": cpu, "sync16": cpu}}))
+
+    out = profile.table(results, tmp_path).splitlines()
+
+    assert out[0] == "| layer | sync16 share | sync16 µs/msg |"  # sync1 has no profile
+    assert "| store put (commit log, records) | 30.0% | 60.0 |" in out
+    assert "| **gap ours - reference** | | +50.0 |" in out
+    assert "| samples (rounds pooled) | 200 |  |" in out
