@@ -80,6 +80,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--out", type=Path, default=REPO / "bench" / "results", help="results directory")
     p.add_argument("--name", default=None, help="file name stem (default: today's date)")
+    p.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        help="py-spy record ours during each producer case's measured phase into this directory",
+    )
     p.add_argument("--no-chart", action="store_true", help="skip the PNG (matplotlib not needed)")
     args = p.parse_args(argv)
     args.cases = [c.strip() for c in args.cases.split(",") if c.strip()]
@@ -142,7 +148,7 @@ def run_server(
             rows.append(row)
         if memory in args.cases and not sync_flush:
             rows.append({**base, "case": memory, **idle_memory(target)})
-        params = Params(args.duration, args.warmup, args.size, args.backlog)
+        params = Params(args.duration, args.warmup, args.size, args.backlog, args.profile)
         for case in cases:
             started = time.perf_counter()
             try:

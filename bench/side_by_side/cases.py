@@ -15,10 +15,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from bench.side_by_side.driver import GRPC_DRIVER, run_driver
 from bench.side_by_side.official import run_official, warmup_lines
+from bench.side_by_side.profile import PhaseProfiler
 from bench.side_by_side.servers import Target, create_topic, memory_kib, stored_messages
 
 TOPIC_QUEUES = 8
@@ -40,6 +42,7 @@ class Params:
     warmup_s: float
     size: int
     backlog: int = BACKLOG
+    profile_dir: Path | None = None  # py-spy profiles of ours during producer cases (profile.py)
 
 
 @dataclass(frozen=True)
@@ -54,16 +57,24 @@ class Case:
 
 def _producer(target: Target, p: Params, topic: str, **options: object) -> dict[str, Any]:
     create_topic(target.broker_addr, target.namesrv_addr, topic, TOPIC_QUEUES)
-    run = run_driver(
-        "producer",
-        target.pids(),
-        namesrv=target.namesrv_addr,
-        topic=topic,
-        size=p.size,
-        duration=p.duration_s,
-        warmup=p.warmup_s,
-        **options,
-    )
+    profiler = None
+    if p.profile_dir is not None and target.name == "ours":
+        profiler = PhaseProfiler(target.pids()[0], p.profile_dir / f"{topic}.txt")
+    try:
+        run = run_driver(
+            "producer",
+            target.pids(),
+            on_mark=profiler.mark if profiler else None,
+            namesrv=target.namesrv_addr,
+            topic=topic,
+            size=p.size,
+            duration=p.duration_s,
+            warmup=p.warmup_s,
+            **options,
+        )
+    finally:
+        if profiler is not None:
+            profiler.stop()
     return run.metrics()
 
 

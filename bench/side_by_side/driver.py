@@ -14,6 +14,7 @@ import json
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,9 +95,14 @@ class DriverRun:
 
 
 def run_driver(
-    mode: str, server_pids: list[int], main: str = REMOTING_DRIVER, **options: object
+    mode: str,
+    server_pids: list[int],
+    main: str = REMOTING_DRIVER,
+    on_mark: Callable[[str], None] | None = None,
+    **options: object,
 ) -> DriverRun:
-    """Run ``<main> <mode> --key value ...`` and measure it; raises :class:`DriverError`."""
+    """Run ``<main> <mode> --key value ...`` and measure it; ``on_mark`` is called with each mark's
+    name right after its snapshot (the profiler's start and stop). Raises :class:`DriverError`."""
     cmd = ["java", DRIVER_HEAP, "-cp", CLASSPATHS[main], main, mode]
     for key, value in options.items():
         cmd += [f"--{key.replace('_', '-')}", str(value)]
@@ -128,6 +134,8 @@ def run_driver(
             line = line.rstrip("\n")
             if line.startswith("MARK "):
                 marks[line[5:]] = snap()
+                if on_mark is not None:
+                    on_mark(line[5:])
             elif line.startswith("RESULT "):
                 result = json.loads(line[7:])
             elif line.startswith("SECOND "):
