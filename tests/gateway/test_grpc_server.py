@@ -191,6 +191,37 @@ async def test_non_grpc_content_type_gets_415() -> None:
         await stream.aclose()
 
 
+async def test_header_value_not_utf8_closes_only_that_connection() -> None:
+    async with serving() as server:
+        stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
+        conn.initiate_connection()
+        headers = [
+            (b":method", b"POST"),
+            (b":scheme", b"http"),
+            (b":path", ECHO.encode()),
+            (b":authority", b"x"),
+            (b"content-type", b"application/grpc"),
+            (b"x-mq-client-id", b"\xff\xfe\xfd"),
+        ]
+        conn.send_headers(1, headers, end_stream=True)
+        await stream.send_all(conn.data_to_send())
+        ended = False
+        with trio.fail_after(10):
+            while not ended:
+                data = await stream.receive_some(65536)
+                ended = not data or any(
+                    isinstance(e, h2.events.ConnectionTerminated) for e in conn.receive_data(data)
+                )
+        await stream.aclose()
+
+        def call() -> bytes:
+            with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+                return _unary(channel, ECHO, b"still up")
+
+        assert await _in_thread(call) == b"still up"
+
+
 async def test_unknown_method_unimplemented_and_connection_stays_usable() -> None:
     async with serving() as server:
 

@@ -269,6 +269,16 @@ class Connection:
                         )
                         await self.flush()
                         break
+                    except UnicodeDecodeError as err:
+                        # h2 decodes header blocks as UTF-8 (header_encoding): gRPC metadata that
+                        # is not text ends the connection like any other malformed frame.
+                        logger.info(
+                            "grpc conn %d %s: header not UTF-8, closing: %s", self.id, self.peer, err
+                        )
+                        with contextlib.suppress(h2.exceptions.ProtocolError):
+                            self.h2.close_connection(h2.errors.ErrorCodes.PROTOCOL_ERROR)
+                        await self.flush()
+                        break
                     for event in events:
                         self._on_event(event, nursery)
                     await self.flush()
