@@ -222,6 +222,35 @@ async def test_header_value_not_utf8_closes_only_that_connection() -> None:
         assert await _in_thread(call) == b"still up"
 
 
+async def test_an_unexpected_error_in_one_connection_leaves_the_server_up(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from gateway.transport.grpc.connection import Connection
+
+    original = Connection._on_event
+    broken: list[int] = []
+
+    def fail_once(self: Connection, event: h2.events.Event, nursery: trio.Nursery) -> None:
+        if isinstance(event, h2.events.RequestReceived) and not broken:
+            broken.append(self.id)
+            raise RuntimeError("a fault of this connection")
+        original(self, event, nursery)
+
+    monkeypatch.setattr(Connection, "_on_event", fail_once)
+    async with serving() as server:
+
+        def call() -> tuple[grpc.RpcError, bytes]:
+            with grpc.insecure_channel(f"127.0.0.1:{server.port}") as first:
+                err = _rpc_error(lambda: _unary(first, ECHO, b"x"))
+            with grpc.insecure_channel(f"127.0.0.1:{server.port}") as second:
+                return err, _unary(second, ECHO, b"still up")
+
+        err, after = await _in_thread(call)
+        assert err.code() == grpc.StatusCode.UNAVAILABLE
+        assert after == b"still up"
+    assert "closed on an unexpected error: RuntimeError('a fault of this connection')" in caplog.text
+
+
 async def test_unknown_method_unimplemented_and_connection_stays_usable() -> None:
     async with serving() as server:
 

@@ -128,6 +128,12 @@ class GrpcServer:
             self.connections[conn_id] = conn
             try:
                 await conn.run()
+            except Exception as err:
+                # A connection's own fault (a frame the HTTP/2 library rejects in a way not handled
+                # above it) ends that connection, never the server.
+                while isinstance(err, ExceptionGroup) and len(err.exceptions) == 1:
+                    err = err.exceptions[0]  # the connection's nursery wraps what its task raised
+                logger.error("grpc conn %d %s: closed on an unexpected error: %r", conn_id, peer, err)
             finally:
                 del self.connections[conn_id]
                 with trio.CancelScope(shield=True):
