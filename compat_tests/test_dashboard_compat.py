@@ -83,6 +83,7 @@ def targets(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, traf
     why = dashboard.missing()
     if why is not None:
         pytest.fail(why)
+    (dashboard.ARTIFACTS / "timings.txt").unlink(missing_ok=True)  # this run's phases only
     sites: dict[str, traffic.Site] = {}
     try:
         with ThreadPoolExecutor(len(TARGETS)) as pool:
