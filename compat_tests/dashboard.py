@@ -29,6 +29,11 @@ from compat_tests.reference import stop
 from compat_tests.scenario import TEST_JVM_OPTIONS
 from gateway.testing.ports import free_port
 
+#: Screenshots and ``timings.txt`` of the dashboard suite.
+ARTIFACTS = (
+    Path(os.environ.get("CI_ARTIFACTS", Path(__file__).resolve().parent.parent / "build" / "artifacts"))
+    / "dashboard"
+)
 CACHE = Path(os.environ.get("DASHBOARD_CACHE", Path.home() / ".cache" / "rocketmq-gateway" / "dashboard"))
 JAR = CACHE / "current" / "rocketmq-dashboard.jar"
 CHROMIUM = "/usr/bin/chromium"
@@ -64,9 +69,11 @@ def poll(what: str, probe: Callable[[], T | None], timeout: float = PAGE_TIMEOUT
 
 class Dashboard:
     """One rocketmq-dashboard process serving ``base_url``; ``vip_channel`` is its
-    ``rocketmq.config.isVIPChannel`` (the dashboard's own default is on)."""
+    ``rocketmq.config.isVIPChannel`` (the dashboard's own default is on). It collects its own
+    topic and broker data for the home page (``enableDashBoardCollect``, its default too). With
+    ``wait=False`` the constructor returns at once and :meth:`wait_ready` waits for the boot."""
 
-    def __init__(self, workdir: Path, namesrv_addr: str, *, vip_channel: bool) -> None:
+    def __init__(self, workdir: Path, namesrv_addr: str, *, vip_channel: bool, wait: bool = True) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.log = workdir / "dashboard.log"
@@ -85,15 +92,22 @@ class Dashboard:
                     f"--rocketmq.config.namesrvAddrs[0]={namesrv_addr}",
                     f"--rocketmq.config.isVIPChannel={str(vip_channel).lower()}",
                     f"--rocketmq.config.dataPath={workdir / 'data'}",
-                    "--rocketmq.config.enableDashBoardCollect=false",
+                    "--rocketmq.config.enableDashBoardCollect=true",
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=workdir,
                 env={**os.environ, "HOME": str(workdir)},
             )
+        self.started = time.monotonic()
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Until the dashboard answers (at most :data:`BOOT_TIMEOUT_S` after its start)."""
+        left = BOOT_TIMEOUT_S - (time.monotonic() - self.started)
         try:
-            poll("dashboard answering", self._answers, BOOT_TIMEOUT_S)
+            poll("dashboard answering", self._answers, max(left, 1.0))
         except BaseException:
             self.stop()
             raise
