@@ -29,9 +29,9 @@ import pytest
 
 from compat_tests.dashboard import ARTIFACTS
 from compat_tests.helpers import STEP_S
+from compat_tests.mqadmin_batch import mqadmin_batch
 from compat_tests.scenario import CLIENT_LINES, Event, ScenarioProcess, of, run_scenario, start_scenario
 from compat_tests.targets import Target, start_target
-from compat_tests.test_admin_compat import mqadmin_batch
 
 LINE = CLIENT_LINES[-1]
 TRAFFIC_TOPIC, GROUP, TRAFFIC_PRODUCER = "DashTraffic", "dashGroup", "dashTrafficProducer"
