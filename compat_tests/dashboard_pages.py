@@ -92,11 +92,17 @@ def masked(value: Any) -> Any:
 def dialog(driver: webdriver.Chrome, what: str, ready: str = "rows") -> dict[str, Any]:
     """The open dialog (see :data:`MODAL_SCRIPT`) once it shows ``ready`` content and two reads
     agree."""
+    return settled(driver, MODAL_SCRIPT, what, ready)
+
+
+def settled(driver: webdriver.Chrome, script: str, what: str, ready: str | None = None) -> dict[str, Any]:
+    """What ``script`` reads from the page (a dict with a ``spinning`` flag) once nothing spins,
+    ``ready`` (when given) is non-empty and two reads 0.75 s apart agree."""
     last: list[Any] = []
 
     def probe() -> dict[str, Any] | None:
-        now = driver.execute_script(MODAL_SCRIPT)
-        if not now or now["spinning"] or not now[ready]:
+        now = driver.execute_script(script)
+        if not now or now["spinning"] or (ready is not None and not now[ready]):
             return None
         if last and last[-1] == now:
             return dict(now)

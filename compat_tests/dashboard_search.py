@@ -97,19 +97,7 @@ def message_trace(driver: webdriver.Chrome, base_url: str, topic: str, key: str)
     rows = pages.search_tab(driver, "Message Key", topic, key)
     seen: dict[str, Any] = {"trace-topic": trace_topic, "rows": [row[1:3] for row in rows]}
     _first_row_button(driver, "Message Trace Detail").click()
-    last: list[Any] = []
-
-    def probe() -> dict[str, Any] | None:
-        now = driver.execute_script(TRACE_SCRIPT)
-        if not now or now["spinning"]:
-            return None
-        if last and last[-1] == now:
-            return dict(now)
-        last.append(now)
-        time.sleep(0.75)
-        return None
-
-    shown = pages.poll("message trace detail", probe)
+    shown = pages.settled(driver, TRACE_SCRIPT, "message trace detail")
     seen["send"] = [
         [label, value if i in SEND_FIELDS else "MASKED"] for i, (label, value) in enumerate(shown["form"])
     ]
