@@ -42,7 +42,7 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     try:
         yield started
     finally:
-        started.stop()
+        started.discard()
 
 
 @pytest.fixture(scope="module")

@@ -51,6 +51,9 @@ class ContainerTarget:
         wrapped.start()
         wait_ready(self.namesrv_addr, STARTUP_TIMEOUT_S)
 
+    def discard(self) -> None:
+        self.stop()
+
     def stop(self) -> None:
         """Save the container's log into the workdir, then remove the container and its volume."""
         try:

@@ -145,7 +145,7 @@ class Site:
     def stop(self) -> None:
         for process in self.live:
             process.stop()
-        self.target.stop()
+        self.target.discard()
 
 
 @contextmanager

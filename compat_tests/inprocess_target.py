@@ -48,5 +48,8 @@ class InProcessTarget:
         self.gateway.stop()
         self.gateway = self._start()
 
+    def discard(self) -> None:
+        self.stop()
+
     def stop(self) -> None:
         self.gateway.stop()

@@ -34,7 +34,14 @@ class Target(Protocol):
 
     def restart_broker(self, *, kill: bool = False) -> None: ...
 
-    def stop(self) -> None: ...
+    def stop(self) -> None:
+        """Stop cleanly: the broker flushes its store and persists its offsets on the way out."""
+        ...
+
+    def discard(self) -> None:
+        """The end of the target: stop it as fast as it goes, for a store nothing reads afterwards
+        (a fixture's tear-down). A target already stopped stays so."""
+        ...
 
 
 class GatewayTarget:
@@ -121,6 +128,9 @@ class GatewayTarget:
     def stop(self) -> None:
         self._halt(False)
 
+    def discard(self) -> None:
+        self._halt(False)  # ours stops in well under a second: its clean stop is exercised too
+
 
 class ReferenceTarget:
     name = "reference"
@@ -173,8 +183,10 @@ class ReferenceTarget:
         self.servers.wait_registered()
 
     def stop(self) -> None:
-        """The end of the target: nothing reads its store afterwards, so its processes are killed
-        (:meth:`ReferenceServers.stop`); a graceful stop is :meth:`restart_broker`'s."""
+        self.servers.stop()
+
+    def discard(self) -> None:
+        """Killed (:meth:`ReferenceServers.stop`): the 5.3.3 broker's clean stop takes ~20 s."""
         self.servers.stop(kill=True)
 
 

@@ -242,7 +242,7 @@ def exercise(name: str, workdir: Path) -> Run:
     finally:
         if consumer is not None:
             consumer.stop()
-        target.stop()
+        target.discard()
 
 
 @pytest.fixture(scope="module")

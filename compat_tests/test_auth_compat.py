@@ -54,7 +54,7 @@ def auth_target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
     try:
         yield started
     finally:
-        started.stop()
+        started.discard()
 
 
 @pytest.fixture(scope="module")

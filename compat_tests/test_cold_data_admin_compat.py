@@ -46,7 +46,7 @@ def exercise(name: str, workdir: Path) -> dict[str, str]:
         outputs = mqadmin_batch(target.namesrv_addr, commands(addr), home)
         return {k: v.replace(addr, "BROKER") for k, v in outputs.items()}
     finally:
-        target.stop()
+        target.discard()
 
 
 @pytest.fixture(scope="module")

@@ -38,7 +38,7 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ContainerTarget
     try:
         yield started
     finally:
-        started.stop()
+        started.discard()
 
 
 @pytest.fixture(scope="module")

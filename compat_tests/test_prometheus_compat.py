@@ -247,7 +247,7 @@ def exercise(name: str, workdir: Path) -> Evaluation:
             consumer.stop()
         if prometheus is not None:
             prometheus.stop()
-        target.stop()
+        target.discard()
 
 
 @pytest.fixture(scope="module")

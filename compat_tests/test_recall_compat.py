@@ -35,7 +35,7 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     try:
         yield started
     finally:
-        started.stop()
+        started.discard()
 
 
 def handle_of(text: str) -> list[str]:

@@ -81,7 +81,7 @@ def events(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     try:
         yield run_app(target, tmp_path_factory.mktemp(f"spring-{name}"))
     finally:
-        target.stop()
+        target.discard()
 
 
 def received(events: list[Event], listener: str) -> list[str]:

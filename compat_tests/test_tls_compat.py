@@ -73,7 +73,7 @@ def tls_target(
     try:
         yield target, mode
     finally:
-        target.stop()
+        target.discard()
 
 
 def _run(

@@ -127,7 +127,7 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     try:
         yield started
     finally:
-        started.stop()
+        started.discard()
 
 
 def test_start_up_topics_system_topics_and_their_refusals(target: Target, tmp_path: Path) -> None:

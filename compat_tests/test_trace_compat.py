@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.compat, pytest.mark.slow]
 TARGETS = ("gateway", "reference")
 TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"  # TopicValidator.RMQ_SYS_TRACE_TOPIC
 CONTENT_SPLITOR, FIELD_SPLITOR = "\u0001", "\u0002"  # TraceConstants
+READS = 3  # trace-topic reader runs at most, each 15 s
 COUNT = 3
 STEP_S = 90.0
 ROW = re.compile(r"^(Pub|Sub)\s+(\S+)\s+\S+\s+\S+ \S+\s+\d+ms\s+(\S+)\s*$")
@@ -83,15 +84,21 @@ def exercise(target: Target, home: Path, line: str) -> Traced:
     assert len(of(consumed, "received")) == COUNT, consumed[-3:]
     ids = {e["msgId"] for e in traced.sent}
     # Each message gives one Pub, one SubBefore and one SubAfter record; the dispatcher may pack
-    # several into one trace message, so the reader waits for its deadline and counts records.
-    reader = run_scenario(
-        line, "consume", naddr, home, 30.0, group=f"traceReader{short(line)}", topic=TRACE_TOPIC,
-        duration=15, expect=10_000,
-    )  # fmt: skip
-    traced.trace_messages = len(of(reader, "received"))
-    for event in of(reader, "received"):
-        assert "body" in event, f"trace message over the scenario's inline limit: {event}"
-        traced.records += [r for r in parse_records(event["body"]) if ids & set(r)]
+    # several into one trace message, so the reader waits for its deadline and counts records. A
+    # reader that got none of them in its window (seen once on a busy machine with the real broker,
+    # whose mqadmin still found every trace) is run again under a new group, at most READS times.
+    for attempt in range(READS):
+        reader = run_scenario(
+            line, "consume", naddr, home, 30.0, group=f"traceReader{short(line)}x{attempt}",
+            topic=TRACE_TOPIC, duration=15, expect=10_000,
+        )  # fmt: skip
+        traced.trace_messages = len(of(reader, "received"))
+        traced.records = []
+        for event in of(reader, "received"):
+            assert "body" in event, f"trace message over the scenario's inline limit: {event}"
+            traced.records += [r for r in parse_records(event["body"]) if ids & set(r)]
+        if len(traced.records) >= 3 * len(ids):
+            break
     queries = {msg_id: ["queryMsgTraceById", "-i", msg_id] for msg_id in sorted(ids)}
     outputs = mqadmin_batch(naddr, queries, home)
     traced.admin = {msg_id: admin_rows(outputs[msg_id]) for msg_id in sorted(ids)}
@@ -108,7 +115,7 @@ def runs(
         homes = {line: tmp_path_factory.mktemp(f"{name}-{short(line)}") for line in CLIENT_LINES}
         yield {line: exercise(target, home, line) for line, home in homes.items()}
     finally:
-        target.stop()
+        target.discard()
 
 
 @pytest.mark.parametrize("line", CLIENT_LINES)

@@ -99,7 +99,7 @@ def tx_target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     try:
         yield started
     finally:
-        started.stop()
+        started.discard()
 
 
 @pytest.mark.parametrize("line", CLIENT_LINES)
