@@ -8,13 +8,18 @@ Page structure is the dashboard's ``frontend-new/src`` (antd components): dialog
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import (
+    ElementClickInterceptedException,
+    ElementNotInteractableException,
+    StaleElementReferenceException,
+)
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -114,12 +119,26 @@ def settled(driver: webdriver.Chrome, script: str, what: str, ready: str | None 
 
 
 def close_dialog(driver: webdriver.Chrome) -> None:
-    """Press the open dialog's close (x) button and wait until no dialog shows."""
-    for button in driver.find_elements(By.CSS_SELECTOR, ".ant-modal-wrap .ant-modal-close"):
-        if button.is_displayed():
-            button.click()
-            break
-    poll("dialog closed", lambda: None if driver.execute_script(MODAL_SCRIPT) else True)
+    """Press the open dialog's close (x) button until no dialog shows. A dialog still fading in
+    or out lets the page behind take the click; the next poll presses again."""
+
+    def probe() -> bool | None:
+        if not driver.execute_script(MODAL_SCRIPT):
+            return True
+        for button in driver.find_elements(By.CSS_SELECTOR, ".ant-modal-wrap .ant-modal-close"):
+            if button.is_displayed():
+                with contextlib.suppress(ElementClickInterceptedException, ElementNotInteractableException):
+                    button.click()
+                break
+        return None
+
+    poll("dialog closed", probe)
+
+
+def dialog_closed(driver: webdriver.Chrome, what: str) -> None:
+    """Wait until the dialog closes by itself (as the dashboard's dialogs do on a successful
+    commit); one that stays open, showing an error, times out naming ``what``."""
+    poll(what, lambda: None if driver.execute_script(MODAL_SCRIPT) else True)
 
 
 def same_label(shown: str, label: str) -> bool:

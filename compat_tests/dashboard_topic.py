@@ -132,7 +132,7 @@ def create_and_delete_topic(
     pages.clear_and_type(name_box, topic)
     snap("topic-add")
     pages.button(driver, "Commit").click()
-    pages.close_dialog(driver)
+    pages.dialog_closed(driver, "add topic dialog closed on success")
     topic_row(driver, base_url, topic, "NORMAL")
     snap("topic-added")
     seen["created-config"] = topic_config(driver, base_url, topic, "NORMAL")
@@ -153,3 +153,9 @@ def route_queues(naddr: str, topic: str, home: Path) -> str:
     """What ``mqadmin topicRoute`` says of ``topic``: its queue data, or "no route"."""
     out = run_mqadmin(naddr, "topicRoute", "-t", topic, home=home)
     return "no route" if "queueDatas" not in out else re.sub(r"\s+", "", out.split("queueDatas")[1])
+
+
+def delete_topic(naddr: str, topic: str, home: Path) -> None:
+    """``mqadmin deleteTopic`` of ``topic`` from the test clusters (named DefaultCluster), for a
+    visit that stopped between adding and deleting it."""
+    run_mqadmin(naddr, "deleteTopic", "-t", topic, "-c", "DefaultCluster", home=home)

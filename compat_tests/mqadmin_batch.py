@@ -83,9 +83,16 @@ def _run_batch(
     stdin = "".join("\t".join([name, *args, "-n", namesrv]) + "\n" for name, args in commands.items())
     classes = batch_classes(home.parent)
     result = subprocess.run(
-        ["java", "-Xmx256m", *TEST_JVM_OPTIONS, f"-Duser.home={home}",
-         *([f"-Drocketmq.home.dir={rocketmq_home}"] if rocketmq_home is not None else []),
-         "-cp", f"{classes}:{REFERENCE_LIB}/*", "MqadminBatch"],
+        [
+            "java",
+            "-Xmx256m",
+            *TEST_JVM_OPTIONS,
+            f"-Duser.home={home}",
+            *([f"-Drocketmq.home.dir={rocketmq_home}"] if rocketmq_home is not None else []),
+            "-cp",
+            f"{classes}:{REFERENCE_LIB}/*",
+            "MqadminBatch",
+        ],
         input=stdin,
         capture_output=True,
         text=True,

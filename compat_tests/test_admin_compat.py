@@ -47,6 +47,7 @@ STEP_S = 120.0
 RESET_WAIT_S = 60.0  # the client waits 10 s after RESET_CONSUMER_CLIENT_OFFSET, then rebalances
 MIN_UPTIME_S = 70.0  # of the broker before its statistics are read
 
+
 @dataclass
 class Run:
     """Everything one target produced: the mqadmin outputs, the clients' events, the scrapes."""

@@ -1,7 +1,7 @@
 # Builds Apache rocketmq-dashboard (not published on Maven Central) from a git mirror at its newest
 # release tag, and installs Debian's chromium and chromium-driver when missing;
-# compat_tests/test_dashboard_compat.py drives the two. The mirror: $DASHBOARD_MIRROR if set, else
-# the one the CI machine keeps under /work/.mirror, else a bare clone from GitHub kept in the cache.
+# compat_tests/test_dashboard_compat.py drives the two. The mirror: $DASHBOARD_MIRROR if set (.ci/run
+# sets it where the machine keeps one), else a bare clone from GitHub kept in the cache.
 # The jar is cached outside the repository, per commit: ~/.cache/rocketmq-gateway/dashboard/<commit>/
 # rocketmq-dashboard.jar, and the build is skipped when that jar exists. The UI (frontend-new/) is
 # built with the system's npm from the npm registry; the pom's frontend-maven-plugin (which would
@@ -9,9 +9,8 @@
 # antrun step copies the built UI into the jar's classes/public, where Spring Boot serves it.
 set -euo pipefail
 CACHE=${DASHBOARD_CACHE:-$HOME/.cache/rocketmq-gateway/dashboard}
-MIRROR=${DASHBOARD_MIRROR:-/work/.mirror/apache+rocketmq-dashboard/repo}
-if [ -z "${DASHBOARD_MIRROR:-}" ] && [ ! -d "$MIRROR" ]; then
-  MIRROR=$CACHE/rocketmq-dashboard.git
+MIRROR=${DASHBOARD_MIRROR:-$CACHE/rocketmq-dashboard.git}
+if [ -z "${DASHBOARD_MIRROR:-}" ]; then
   if [ ! -d "$MIRROR" ]; then
     mkdir -p "$CACHE"
     git clone -q --bare https://github.com/apache/rocketmq-dashboard "$MIRROR.tmp" 2>/dev/null &&

@@ -2,18 +2,17 @@
 # Builds RocketMQ's own benchmark programs (Producer, BatchProducer, Consumer and the AclClient they
 # use, from the example module at tag rocketmq-all-5.3.3; not on Maven Central) for
 # `python -m bench.side_by_side --cases official_*`. The sources are exported from a git mirror of
-# apache/rocketmq ($ROCKETMQ_MIRROR; else the CI machine's /work/.mirror/apache+rocketmq/repo; else a
-# bare clone from GitHub kept in the cache) into
+# apache/rocketmq ($ROCKETMQ_MIRROR, which .ci/run sets where the machine keeps one; else a bare
+# clone from GitHub kept in the cache) into
 # ~/.cache/rocketmq-gateway/benchmark/<tag>/src, the 5.3.3 client and tools jars resolved from
 # Maven Central into <that>/lib (pom.xml here), and everything compiled into <that>/classes.
 # Idempotent: skipped when the stamp (tag and pom) matches. Prints the cache directory on success.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 tag=rocketmq-all-5.3.3
-mirror="${ROCKETMQ_MIRROR:-/work/.mirror/apache+rocketmq/repo}"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/rocketmq-gateway/benchmark/$tag"
-if [ -z "${ROCKETMQ_MIRROR:-}" ] && [ ! -d "$mirror" ]; then
-  mirror="$(dirname "$cache")/rocketmq.git"
+mirror="${ROCKETMQ_MIRROR:-$(dirname "$cache")/rocketmq.git}"
+if [ -z "${ROCKETMQ_MIRROR:-}" ]; then
   if [ ! -d "$mirror" ]; then
     mkdir -p "$(dirname "$mirror")"
     git clone -q --bare --filter=blob:none https://github.com/apache/rocketmq "$mirror.tmp" 2>/dev/null &&
