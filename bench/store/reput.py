@@ -239,29 +239,22 @@ def serve_dispatch(
     """Process B's loop: wait for a doorbell, dispatch up to the newest end rung, answer with the
     offset dispatched. On :data:`STOP` it sends ``(records, CPU seconds)`` through ``report`` once
     it has dispatched everything rung before."""
-    reput = Reput(config, clock)
     dispatched = 0
-    cpu_start: float | None = None
-    stop = False
-    try:
-        while not stop:
-            data = os.read(doorbell, 65536)
-            if not data:
-                break
-            if cpu_start is None:
-                cpu_start = time.process_time()
-            target = dispatched
-            for (value,) in OFFSET.iter_unpack(data):
-                if value == STOP:
-                    stop = True
-                else:
-                    target = max(target, value)
-            if target > dispatched:
-                dispatched = reput.dispatch(dispatched, target)
-                os.write(answer, OFFSET.pack(dispatched))
-        report.send((reput.records, time.process_time() - (cpu_start or time.process_time())))
-    finally:
-        reput.close()
+
+    def handle(reput: Reput, data: bytes) -> tuple[int, bool]:
+        nonlocal dispatched
+        target, stop = dispatched, False
+        for (value,) in OFFSET.iter_unpack(data):
+            if value == STOP:
+                stop = True
+            else:
+                target = max(target, value)
+        if target <= dispatched:
+            return -1, stop
+        dispatched = reput.dispatch(dispatched, target)
+        return dispatched, stop
+
+    serve(config, clock, doorbell, answer, report, handle)
 
 
 def serve_shipped(
@@ -270,8 +263,40 @@ def serve_shipped(
     """:func:`serve_dispatch` for shipped batches: the doorbell pipe carries :data:`FRAME`-prefixed
     :func:`ship_batch` bytes; B dispatches every whole frame read and answers with the end offset of
     the last one. A frame of length 0 stops it."""
-    reput = Reput(config, clock)
     pending = bytearray()
+
+    def handle(reput: Reput, data: bytes) -> tuple[int, bool]:
+        pending.extend(data)
+        pos, dispatched, stop = 0, -1, False
+        while len(pending) - pos >= FRAME.size:
+            length, end = FRAME.unpack_from(pending, pos)
+            if length == 0:
+                stop = True
+                pos += FRAME.size
+                break
+            if len(pending) - pos - FRAME.size < length:
+                break
+            reput.dispatch_shipped(bytes(pending[pos + FRAME.size : pos + FRAME.size + length]))
+            dispatched = end
+            pos += FRAME.size + length
+        del pending[:pos]
+        return dispatched, stop
+
+    serve(config, clock, doorbell, answer, report, handle)
+
+
+def serve(
+    config: StoreConfig,
+    clock: Callable[[], int],
+    doorbell: int,
+    answer: int,
+    report: Connection,
+    handle: Callable[[Reput, bytes], tuple[int, bool]],
+) -> None:
+    """The loop both kinds of process B share: read the doorbell pipe, ``handle`` what arrived
+    (it answers the offset dispatched, or -1 for none yet, and whether to stop), write that answer,
+    and at the end send ``(records, CPU seconds from the first doorbell)`` through ``report``."""
+    reput = Reput(config, clock)
     cpu_start: float | None = None
     stop = False
     try:
@@ -281,21 +306,7 @@ def serve_shipped(
                 break
             if cpu_start is None:
                 cpu_start = time.process_time()
-            pending += data
-            pos = 0
-            dispatched = -1
-            while len(pending) - pos >= FRAME.size:
-                length, end = FRAME.unpack_from(pending, pos)
-                if length == 0:
-                    stop = True
-                    pos += FRAME.size
-                    break
-                if len(pending) - pos - FRAME.size < length:
-                    break
-                reput.dispatch_shipped(bytes(pending[pos + FRAME.size : pos + FRAME.size + length]))
-                dispatched = end
-                pos += FRAME.size + length
-            del pending[:pos]
+            dispatched, stop = handle(reput, data)
             if dispatched >= 0:
                 os.write(answer, OFFSET.pack(dispatched))
         report.send((reput.records, time.process_time() - (cpu_start or time.process_time())))
