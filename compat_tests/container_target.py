@@ -41,6 +41,11 @@ class ContainerTarget:
     def namesrv_addr(self) -> str:
         return self.container.get_namesrv_address()
 
+    def persisted_offsets(self) -> str:
+        """Read inside the container (its store is on the image's ``/data`` volume)."""
+        code, out = self.container.exec(["cat", "/data/store/config/consumerOffset.json"])
+        return out.decode() if code == 0 else ""
+
     def restart_broker(self, *, kill: bool = False) -> None:
         """Stop the container (SIGTERM, or SIGKILL) and start it again on the same volume."""
         wrapped = self.container.get_wrapped_container()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from compat_tests.reference import free_port
+from compat_tests.targets import offsets_file
 from gateway.testing.inprocess import InProcessGateway
 
 COMMIT_LOG_FILE_SIZE = str(256 * 1024 * 1024)  # as the subprocess target
@@ -37,6 +38,9 @@ class InProcessTarget:
     @property
     def namesrv_addr(self) -> str:
         return self.gateway.namesrv_addr
+
+    def persisted_offsets(self) -> str:
+        return offsets_file(self.store)
 
     def restart_broker(self, *, kill: bool = False) -> None:
         """Stop gracefully and start again on the same store and ports; ``kill`` is refused."""

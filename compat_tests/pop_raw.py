@@ -13,6 +13,7 @@ import json
 import socket
 import struct
 import time
+from collections.abc import Callable
 from typing import Any
 
 from compat_tests.frame_oracle import (
@@ -229,3 +230,13 @@ def change_invisible(
     ext = _receipt_fields(topic, group, queue_id, offset, handle)
     ext["invisibleTime"] = str(invisible_ms)
     return session.call(CHANGE_MESSAGE_INVISIBLETIME, ext)
+
+
+def wait_offset_persisted(persisted: Callable[[], str], topic: str, group: str) -> None:
+    """Wait until the broker's ``config/consumerOffset.json``, as ``persisted()`` reads it, names
+    the pop's offset commit (both brokers persist consumer offsets every
+    flushConsumerOffsetInterval, 5 s), so a restart on the store keeps it."""
+    deadline = time.monotonic() + 30
+    while f"{topic}@{group}" not in persisted():
+        assert time.monotonic() < deadline, f"consumerOffset.json never named {topic}@{group}"
+        time.sleep(0.3)

@@ -32,6 +32,10 @@ class Target(Protocol):
     @property
     def namesrv_addr(self) -> str: ...
 
+    def persisted_offsets(self) -> str:
+        """The broker's ``config/consumerOffset.json`` as last written ("" before the first)."""
+        ...
+
     def restart_broker(self, *, kill: bool = False) -> None: ...
 
     def stop(self) -> None:
@@ -68,6 +72,9 @@ class GatewayTarget:
     @property
     def namesrv_addr(self) -> str:
         return f"127.0.0.1:{self.namesrv_port}"
+
+    def persisted_offsets(self) -> str:
+        return offsets_file(self.workdir / "store")
 
     @property
     def log(self) -> Path:
@@ -168,6 +175,9 @@ class ReferenceTarget:
     def namesrv_addr(self) -> str:
         return self.servers.namesrv_addr
 
+    def persisted_offsets(self) -> str:
+        return offsets_file(self.servers.store)
+
     def restart_broker(self, *, kill: bool = False) -> None:
         broker = self.servers.broker
         if broker is not None and broker.poll() is None:
@@ -193,6 +203,12 @@ class ReferenceTarget:
 #: How our gateway runs for the whole suite: ``subprocess`` (``rmq-gateway standalone``, the
 #: default), ``container`` (the Docker image) or ``inprocess``; set by ``--gateway-target``.
 GATEWAY_TARGET_ENV = "RMQ_GATEWAY_TARGET"
+
+
+def offsets_file(store: Path) -> str:
+    """``config/consumerOffset.json`` of the store at ``store`` ("" while it does not exist)."""
+    path = store / "config" / "consumerOffset.json"
+    return path.read_text() if path.is_file() else ""
 
 
 def start_target(name: str, workdir: Path, broker_conf: dict[str, str] | None = None) -> Target:

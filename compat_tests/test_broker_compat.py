@@ -196,13 +196,27 @@ def test_reconsume_later_retries_then_dead_letters(target: Target, home: Path, l
     (1 here) the message goes to %DLQ%group."""
     topic, group = f"Retry{short(line)}", f"retry{short(line)}"
     [sent] = of(produce(target, home, line, topic=topic, count=1, keys_prefix="r-"), "sent")
-    events = consume(
-        target, home, line, group=group, topic=topic, reconsume_later=10, max_reconsume=1, duration=32
+    failing = start_scenario(
+        line,
+        "consume",
+        target.namesrv_addr,
+        home,
+        STEP_S,
+        group=group,
+        topic=topic,
+        reconsume_later=10,
+        max_reconsume=1,
+        duration=60,
     )
+    try:
+        failing.wait_for(lambda e: e.get("event") == "received" and e["reconsumeTimes"] == 1, STEP_S)
+        # the second RECONSUME_LATER sends it back past maxReconsumeTimes: it is dead once read here
+        dlq = consume(target, home, line, group=f"dlqReader{short(line)}", topic=f"%DLQ%{group}", expect=1)
+    finally:
+        events = failing.stop()
     deliveries = [r for r in of(events, "received") if r["msgId"] == sent["msgId"]]
     assert [r["reconsumeTimes"] for r in deliveries] == [0, 1]
     assert deliveries[1]["storeTimestamp"] - deliveries[0]["storeTimestamp"] >= 9000  # level 3: 10 s
-    dlq = consume(target, home, line, group=f"dlqReader{short(line)}", topic=f"%DLQ%{group}", expect=1)
     [dead] = of(dlq, "received")
     assert dead["msgId"] == sent["msgId"]
     assert dead["body"] == sent["body"]

@@ -29,6 +29,7 @@ from compat_tests.pop_raw import (
     expect_revived_once,
     pop,
     popped,
+    wait_offset_persisted,
     wait_route,
 )
 from compat_tests.reference import run_mqadmin
@@ -196,7 +197,7 @@ def test_kill_between_pop_and_ack_revives_only_what_was_not_acked(
         first, second = popped(pop(s, topic, group, -1, 15_000))
         popped_at = time.monotonic()
         assert ack(s, topic, group, 0, first["queue_offset"], first["handle"])["code"] == SUCCESS
-    time.sleep(6.5)
+    wait_offset_persisted(target.persisted_offsets, topic, group)
     target.restart_broker(kill=True)
     with RawSession(wait_route(target.namesrv_addr, topic)) as s:
         expect_revived_once(s, topic, group, second, popped_at, 15, timeout_s=60)

@@ -14,10 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.pop_raw import RawSession, ack, broker_of, expect_revived_once, pop, popped, wait_route
+from compat_tests.pop_raw import (
+    RawSession,
+    ack,
+    broker_of,
+    expect_revived_once,
+    pop,
+    popped,
+    wait_offset_persisted,
+    wait_route,
+)
 from compat_tests.reference import ReferenceServers, run_mqadmin
 from compat_tests.scenario import of, run_scenario
-from compat_tests.targets import GatewayTarget
+from compat_tests.targets import GatewayTarget, offsets_file
 
 pytestmark = pytest.mark.compat
 
@@ -25,16 +34,6 @@ INVISIBLE_MS = 20_000
 LONG_INVISIBLE_MS = 45_000  # beyond the real broker's stop (about 20 s)
 COMMIT_LOG_FILE = 256 * 1024 * 1024  # the size both brokers map their commit-log files with
 SUCCESS = 0
-
-
-def wait_offset_persisted(store: Path, topic: str, group: str) -> None:
-    """Wait until the real broker has written the pop's offset commit to its store (it persists
-    consumer offsets every flushConsumerOffsetInterval, 5 s), so a restart on the store keeps it."""
-    offsets = store / "config" / "consumerOffset.json"
-    deadline = time.monotonic() + 30
-    while not (offsets.is_file() and f"{topic}@{group}" in offsets.read_text()):
-        assert time.monotonic() < deadline, f"{offsets} never named {topic}@{group}"
-        time.sleep(0.3)
 
 
 def test_real_broker_revives_what_ours_popped(tmp_path: Path) -> None:
@@ -92,7 +91,7 @@ def test_ours_revives_what_the_real_broker_popped(tmp_path: Path) -> None:
             first, second = popped(pop(s, topic, group, -1, LONG_INVISIBLE_MS))
             popped_at = time.monotonic()
             assert ack(s, topic, group, 0, first["queue_offset"], first["handle"])["code"] == SUCCESS
-        wait_offset_persisted(real.store, topic, group)
+        wait_offset_persisted(lambda: offsets_file(real.store), topic, group)
     finally:
         real.stop()
     assert time.monotonic() - popped_at < LONG_INVISIBLE_MS / 1000 - 5, (
