@@ -4,12 +4,13 @@ headless Chromium against our gateway AND the real 5.3.3 broker.
 Both targets get the same traffic (``compat_tests/dashboard_traffic.py``: topics of each
 ``message.type``, traced messages with keys and tags consumed by a traced push consumer, a message
 dead-lettered by its group, live clients), prepared side by side. A dashboard per target and VIP
-setting (``rocketmq.config.isVIPChannel``: on, the dashboard's default, and off) is then visited and
-what its pages and dialogs show, minus what depends on timing, addresses or ids, must be the same
-for both brokers: topic list, Status, Router, Topic Config, a topic added and deleted in the UI,
-cluster, consumer groups, CLIENT, CONSUME DETAIL, Reset Consumer Offset, producer connections,
-message search by topic and by key with a message's detail, the Message ID tab (by the UNIQ_KEY id
-and by the offset id), the DLQ message page, the message trace page and the home Dashboard tab. A
+setting (``rocketmq.config.isVIPChannel``: on, the dashboard's default, and off) is then visited,
+the two targets side by side in a browser each, and what its pages and dialogs show, minus what
+depends on timing, addresses or ids, must be the same for both brokers: topic list, Status,
+Router, Topic Config, a topic added and deleted in the UI, cluster, consumer groups, CLIENT,
+CONSUME DETAIL, Reset Consumer Offset, producer connections, message search by topic and by key
+with a message's detail, the Message ID tab (by the UNIQ_KEY id and by the offset id), the DLQ
+message page, the message trace page and the home Dashboard tab. A
 screenshot of every page and dialog visited is saved under
 ``$CI_ARTIFACTS/dashboard/<target>-vip-<on|off>/`` (default ``build/artifacts``), and the time
 each set-up phase took in ``timings.txt`` there.
@@ -86,6 +87,7 @@ def targets(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, traf
         pytest.fail(why)
     (dashboard.ARTIFACTS / "timings.txt").unlink(missing_ok=True)  # this run's phases only
     sites: dict[str, traffic.Site] = {}
+    tmp_path_factory.getbasetemp()  # created once here: pytest's first creation is not thread-safe
     try:
         with ThreadPoolExecutor(len(TARGETS)) as pool:
             for done in [pool.submit(traffic.prepare, name, tmp_path_factory, sites) for name in TARGETS]:
@@ -97,12 +99,16 @@ def targets(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, traf
 
 
 @pytest.fixture(scope="module")
-def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[webdriver.Chrome]:
-    chrome = dashboard.browser(tmp_path_factory.mktemp("chromium"))
+def drivers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, webdriver.Chrome]]:
+    """A headless Chromium per target: the two targets' dashboards are visited side by side."""
+    chromes: dict[str, webdriver.Chrome] = {}
     try:
-        yield chrome
+        for name in TARGETS:
+            chromes[name] = dashboard.browser(tmp_path_factory.mktemp(f"chromium-{name}"))
+        yield chromes
     finally:
-        chrome.quit()
+        for chrome in chromes.values():
+            chrome.quit()
 
 
 def shot(driver: webdriver.Chrome, target: str, vip: bool, page: str) -> None:
@@ -222,34 +228,38 @@ def stamp(when: float) -> str:
 def views(
     request: pytest.FixtureRequest,
     targets: dict[str, traffic.Site],
-    driver: webdriver.Chrome,
+    drivers: dict[str, webdriver.Chrome],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Views:
     """What the dashboard shows for each target, VIP channel on (its default) or off. Both
-    targets' dashboards boot together: one is visited while the other starts."""
+    targets' dashboards boot together and are visited side by side, each in its own browser."""
     vip: bool = request.param
-    seen: Views = {}
     boards: dict[str, dashboard.Dashboard] = {}
+
+    def boot_and_visit(name: str) -> dict[str, Any]:
+        board, site = boards[name], targets[name]
+        with traffic.timed(f"{name} vip={vip}: dashboard boot"):
+            board.wait_ready()
+        try:
+            with traffic.timed(f"{name} vip={vip}: visits"):
+                return visit(drivers[name], board.base_url, name, vip, site)
+        except BaseException:
+            # the other VIP setting's visit lists topics: not this one's leftover
+            delete_topic(site.target.namesrv_addr, UI_TOPIC, site.home)
+            raise
+        finally:
+            board.stop()
+
     try:
         for name, site in targets.items():
             workdir = tmp_path_factory.mktemp(f"dashboard-{name}")
             boards[name] = dashboard.Dashboard(workdir, site.target.namesrv_addr, vip_channel=vip, wait=False)
-        for name, board in boards.items():
-            with traffic.timed(f"{name} vip={vip}: dashboard boot (after the visits before)"):
-                board.wait_ready()
-            with traffic.timed(f"{name} vip={vip}: visits"):
-                try:
-                    seen[name] = visit(driver, board.base_url, name, vip, targets[name])
-                except BaseException:
-                    # the other VIP setting's visit lists topics: not this one's leftover
-                    site = targets[name]
-                    delete_topic(site.target.namesrv_addr, UI_TOPIC, site.home)
-                    raise
-            board.stop()
+        with ThreadPoolExecutor(len(boards)) as pool:
+            visits = {name: pool.submit(boot_and_visit, name) for name in boards}
+            return {name: done.result() for name, done in visits.items()}
     finally:
         for board in boards.values():
             board.stop()
-    return seen
 
 
 def test_topic_page_types(views: Views) -> None:
