@@ -11,7 +11,9 @@ phase, and how much CPU *other* processes used meanwhile (the noise of a shared 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -106,8 +108,25 @@ def run_driver(
     cmd = ["java", DRIVER_HEAP, "-cp", CLASSPATHS[main], main, mode]
     for key, value in options.items():
         cmd += [f"--{key.replace('_', '-')}", str(value)]
+    # The client logs under ${user.home}/logs/rocketmqlogs (Java takes user.home from the password
+    # database, not $HOME): a home of the run's own keeps them out of the user's.
+    with tempfile.TemporaryDirectory(prefix="bench-driver-") as home:
+        cmd.insert(1, f"-Duser.home={home}")
+        return _measure(cmd, {**os.environ, "HOME": home}, server_pids, on_mark, mode, options)
+
+
+def _measure(
+    cmd: list[str],
+    env: dict[str, str],
+    server_pids: list[int],
+    on_mark: Callable[[str], None] | None,
+    mode: str,
+    options: dict[str, object],
+) -> DriverRun:
+    """:func:`run_driver`'s run of ``cmd``: its marks, seconds, result and errors read as printed."""
     proc = subprocess.Popen(
         cmd,
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
