@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compat_tests.scenario import Event, of, run_scenario
+from compat_tests.scenario import Event, ScenarioProcess, of, run_scenario, start_scenario
 from compat_tests.targets import Target
 
 TARGETS = ("gateway", "reference")  # ours (rmq-gateway standalone), then the real 5.3.3 broker
@@ -29,3 +29,8 @@ def produce(target: Target, home: Path, line: str, *, refused: bool = False, **a
 def consume(target: Target, home: Path, line: str, **args: object) -> list[Event]:
     """Run a push consumer to completion (``expect=N`` or ``duration=S`` among ``args``)."""
     return run_scenario(line, "consume", target.namesrv_addr, home, STEP_S, **args)  # type: ignore[arg-type]
+
+
+def start_consumer(target: Target, home: Path, line: str, **args: object) -> ScenarioProcess:
+    """Start a push consumer and return at once (:func:`consume` runs one to completion)."""
+    return start_scenario(line, "consume", target.namesrv_addr, home, STEP_S, **args)  # type: ignore[arg-type]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.helpers import STEP_S, TARGETS, consume, produce, short
+from compat_tests.helpers import STEP_S, TARGETS, consume, produce, short, start_consumer
 from compat_tests.reference import run_mqadmin
 from compat_tests.scenario import CLIENT_LINES, Event, done, of, run_scenario, start_scenario
 from compat_tests.targets import Target, start_target
@@ -149,12 +149,10 @@ def test_broadcasting_consumers_each_receive_everything(target: Target, home: Pa
     topic, group = f"Bcast{short(line)}", f"bcast{short(line)}"
     produce(target, home, line, topic=topic, count=1, keys_prefix="warmup-")
     consumers = [
-        start_scenario(
-            line,
-            "consume",
-            target.namesrv_addr,
+        start_consumer(
+            target,
             home,
-            STEP_S,
+            line,
             group=group,
             topic=topic,
             model="broadcasting",
@@ -196,12 +194,10 @@ def test_reconsume_later_retries_then_dead_letters(target: Target, home: Path, l
     (1 here) the message goes to %DLQ%group."""
     topic, group = f"Retry{short(line)}", f"retry{short(line)}"
     [sent] = of(produce(target, home, line, topic=topic, count=1, keys_prefix="r-"), "sent")
-    failing = start_scenario(
-        line,
-        "consume",
-        target.namesrv_addr,
+    failing = start_consumer(
+        target,
         home,
-        STEP_S,
+        line,
         group=group,
         topic=topic,
         reconsume_later=10,
@@ -227,12 +223,10 @@ def test_delay_level_two_arrives_no_earlier_than_five_seconds(target: Target, ho
     """Scenario 8."""
     topic = f"Delay{short(line)}"
     produce(target, home, line, topic=topic, count=1, keys_prefix="warmup-")
-    consumer = start_scenario(
-        line,
-        "consume",
-        target.namesrv_addr,
+    consumer = start_consumer(
+        target,
         home,
-        STEP_S,
+        line,
         group=f"delay{short(line)}",
         topic=topic,
         subscription="Late",
