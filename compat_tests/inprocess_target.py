@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from compat_tests.reference import free_port
-from compat_tests.targets import offsets_file
+from compat_tests.store_checks import offsets_file
 from gateway.testing.inprocess import InProcessGateway
 
 COMMIT_LOG_FILE_SIZE = str(256 * 1024 * 1024)  # as the subprocess target

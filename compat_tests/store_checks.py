@@ -3,7 +3,8 @@
 (``compat_tests/test_store_compat.py``) and the Java-free test on the recorded directory
 (``tests/store/test_golden_store.py``).
 
-Both use small files (:data:`SMALL_STORE`) so that commit logs and consume queues roll.
+Both use small files (:data:`SMALL_STORE`) so that commit logs and consume queues roll. Also
+:func:`offsets_file`, the persisted consumer offsets every target reads back from its store.
 """
 
 from __future__ import annotations
@@ -68,3 +69,9 @@ def check_real_store(root: Path, sent: list[list[str]]) -> None:
         for queue_id, count in per_queue.items():
             assert store.get_max_offset_in_queue(REAL_TOPIC, queue_id) == count
         assert len(store.query_message(REAL_TOPIC, "common-0", 64, 0, 2**62).offsets) == COUNT // 5
+
+
+def offsets_file(store: Path) -> str:
+    """``config/consumerOffset.json`` of the store at ``store`` ("" while it does not exist)."""
+    path = store / "config" / "consumerOffset.json"
+    return path.read_text() if path.is_file() else ""

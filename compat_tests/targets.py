@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 from compat_tests.reference import ReferenceServers, free_port
+from compat_tests.store_checks import offsets_file
 
 REPO = Path(__file__).resolve().parent.parent
 BOOT_TIMEOUT_S = 30.0
@@ -203,12 +204,6 @@ class ReferenceTarget:
 #: How our gateway runs for the whole suite: ``subprocess`` (``rmq-gateway standalone``, the
 #: default), ``container`` (the Docker image) or ``inprocess``; set by ``--gateway-target``.
 GATEWAY_TARGET_ENV = "RMQ_GATEWAY_TARGET"
-
-
-def offsets_file(store: Path) -> str:
-    """``config/consumerOffset.json`` of the store at ``store`` ("" while it does not exist)."""
-    path = store / "config" / "consumerOffset.json"
-    return path.read_text() if path.is_file() else ""
 
 
 def start_target(name: str, workdir: Path, broker_conf: dict[str, str] | None = None) -> Target:

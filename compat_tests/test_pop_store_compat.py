@@ -26,7 +26,8 @@ from compat_tests.pop_raw import (
 )
 from compat_tests.reference import ReferenceServers, run_mqadmin
 from compat_tests.scenario import of, run_scenario
-from compat_tests.targets import GatewayTarget, offsets_file
+from compat_tests.store_checks import offsets_file
+from compat_tests.targets import GatewayTarget
 
 pytestmark = pytest.mark.compat
 
