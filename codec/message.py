@@ -184,23 +184,29 @@ class MessageRecord:
         store_host: bytes | None = None,
         store_port: int | None = None,
         reconsume_times: int | None = None,
+        born_host: bytes | None = None,
+        born_port: int | None = None,
+        sys_flag: int | None = None,
+        prepared_transaction_offset: int = 0,
     ) -> MessageRecord:
         """A new record carrying this one's message (body, flags, born host and time) to another
-        topic and queue, for the broker to put again (delay and timer delivery, send-back); the
-        store assigns the offsets and store time anew."""
+        topic and queue, for the broker to put again (delay and timer delivery, send-back, POP
+        revive, a transaction's half message renewed or committed); the store assigns the offsets
+        and store time anew. A field given here replaces this record's."""
         return MessageRecord(
             topic=topic,
             queue_id=queue_id,
             body=self.body,
             properties=properties,
             flag=self.flag,
-            sys_flag=self.sys_flag,
+            sys_flag=self.sys_flag if sys_flag is None else sys_flag,
             born_timestamp=self.born_timestamp,
-            born_host=self.born_host,
-            born_port=self.born_port,
+            born_host=self.born_host if born_host is None else born_host,
+            born_port=self.born_port if born_port is None else born_port,
             store_host=self.store_host if store_host is None else store_host,
             store_port=self.store_port if store_port is None else store_port,
             reconsume_times=self.reconsume_times if reconsume_times is None else reconsume_times,
+            prepared_transaction_offset=prepared_transaction_offset,
         )
 
     def uncompressed_body(self) -> bytes:

@@ -230,14 +230,10 @@ class PopReviveService:
         props = decode_properties(original.properties)
         if original.reconsume_times == 0 or FIRST_POP_TIME not in props:
             props[FIRST_POP_TIME] = str(ck.pop_time)
-        record = MessageRecord(
+        record = original.to_put_again(
             topic=topic,
             queue_id=0,
-            body=original.body,
             properties=encode_properties(props),
-            flag=original.flag,
-            sys_flag=original.sys_flag,
-            born_timestamp=original.born_timestamp,
             born_host=broker.store_host,
             born_port=broker.store_port,
             store_host=broker.store_host,

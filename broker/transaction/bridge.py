@@ -114,20 +114,7 @@ def renew_half_message(
     (``renewImmunityHalfMessageInner``). ``props`` are the properties the copy carries."""
     if immunity and TRAN_PREPARED_QUEUE_OFFSET not in props:
         props[TRAN_PREPARED_QUEUE_OFFSET] = str(half.queue_offset)
-    return MessageRecord(
-        topic=half.topic,
-        queue_id=half.queue_id,
-        body=half.body,
-        properties=java_properties(props),
-        flag=half.flag,
-        sys_flag=half.sys_flag,
-        born_timestamp=half.born_timestamp,
-        born_host=half.born_host,
-        born_port=half.born_port,
-        store_host=half.store_host,
-        store_port=half.store_port,
-        reconsume_times=half.reconsume_times,
-    )
+    return half.to_put_again(topic=half.topic, queue_id=half.queue_id, properties=java_properties(props))
 
 
 def committed_message(
@@ -136,19 +123,11 @@ def committed_message(
     """``EndTransactionProcessor.endMessageTransaction``: the message a commit makes visible in its
     real topic and queue. Its properties string is the half message's, re-encoded (``REAL_TOPIC``,
     ``REAL_QID`` and ``TRAN_MSG`` stay in it: Java clears them from the map after building it)."""
-    return MessageRecord(
+    return half.to_put_again(
         topic=props[REAL_TOPIC],
         queue_id=int(props[REAL_QID]),
-        body=half.body,
         properties=java_properties(props),
-        flag=half.flag,
         sys_flag=reset_transaction_type(half.sys_flag, kind),
-        born_timestamp=half.born_timestamp,
-        born_host=half.born_host,
-        born_port=half.born_port,
-        store_host=half.store_host,
-        store_port=half.store_port,
-        reconsume_times=half.reconsume_times,
         prepared_transaction_offset=prepared_offset,
     )
 
