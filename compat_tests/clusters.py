@@ -44,6 +44,8 @@ class Cluster(Protocol):
 
     def stop_broker(self, name: str) -> None: ...
 
+    def is_running(self, name: str) -> bool: ...
+
     def stop(self) -> None: ...
 
 
@@ -111,6 +113,10 @@ class GatewayCluster:
         proc.terminate()
         proc.wait(STOP_S)
 
+    def is_running(self, name: str) -> bool:
+        proc = self.procs.get(name)
+        return proc is not None and proc.poll() is None
+
     def stop(self) -> None:
         for proc in reversed(list(self.procs.values())):
             if proc.poll() is None:
@@ -162,6 +168,10 @@ class ReferenceCluster:
 
     def stop_broker(self, name: str) -> None:
         self.servers[name].stop_broker()
+
+    def is_running(self, name: str) -> bool:
+        broker = self.servers[name].broker
+        return broker is not None and broker.poll() is None
 
     def stop(self) -> None:
         """The end of the cluster: nothing reads its stores afterwards, so it is killed (a

@@ -37,10 +37,26 @@ LONG_RUN = 6000  # the producer's whole run: goes on well after the kill
 TAIL = 500  # the last sends of the run must all be on the survivor
 
 
-@pytest.fixture(params=["gateway", "reference"])
-def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cluster]:
-    with running_cluster(request.param, tmp_path / "cluster") as started:
+@pytest.fixture(scope="module", params=["gateway", "reference"])
+def shared_cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
+    """One cluster per target for both client lines: each line's scenario has its own topic and
+    groups, and ends with broker-b restarted on its store, as it found the cluster."""
+    workdir = tmp_path_factory.mktemp(f"cluster-{request.param}") / "cluster"
+    with running_cluster(request.param, workdir) as started:
         yield started
+
+
+@pytest.fixture
+def cluster(shared_cluster: Cluster) -> Cluster:
+    """The shared cluster with both brokers up: a scenario that failed between its kill and its
+    restart of broker-b does not leave the next one a broker short."""
+    for name in BROKERS:
+        if not shared_cluster.is_running(name):
+            shared_cluster.start_broker(name)
+            wait_ready(shared_cluster.namesrv_addr, READY_S, min_brokers=2, broker_name=name)
+    return shared_cluster
 
 
 def short(line: str) -> str:
