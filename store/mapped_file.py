@@ -72,16 +72,12 @@ _FALLOCATE = _libc_fallocate()
 
 def punch_hole(fd: int, pos: int, size: int) -> bool:
     """Deallocate ``[pos, pos + size)`` of ``fd`` keeping its size, so it reads as zeros (partial
-    blocks at the edges are zeroed by the file system); ``False`` when the file system or the
-    platform cannot, and nothing changed. Raises :class:`StoreIOError` for any other failure."""
+    blocks at the edges are zeroed by the file system); ``False`` when that failed: not supported
+    by the file system or the platform, or no room for an extent split on a full disk. Any part
+    punched before a failure reads as zeros too; the caller clears the rest by writing."""
     if _FALLOCATE is None:
         return False
-    if _FALLOCATE(fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, pos, size) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL, errno.ENODEV):
-        return False
-    raise StoreIOError(f"punch {size} bytes at {pos}: {os.strerror(err)}")
+    return _FALLOCATE(fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, pos, size) == 0
 
 
 def offset_to_file_name(offset: int) -> str:
@@ -321,9 +317,10 @@ class MappedFile:
         non-zero bytes are written: writing zeros where they already are would turn a hole into a
         block (ENOSPC on a full disk). Raises :class:`StoreIOError`."""
         for start, stop in self.data_ranges(pos, pos + size):
-            if stop - start > READ_TO_CLEAR and punch_hole(self._fd, start, stop - start):
+            if stop - start > READ_TO_CLEAR:
                 self.reserved = min(self.reserved, start - start % PAGE_SIZE)  # blocks given back
-                continue
+                if punch_hole(self._fd, start, stop - start):
+                    continue
             at = start
             while at < stop:
                 step = min(stop - at, len(_ZERO_CHUNK) - at % len(_ZERO_CHUNK))
