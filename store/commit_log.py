@@ -21,7 +21,8 @@ Recovery (``recoverNormally`` / ``recoverAbnormally``) scans record by record fr
 longer trust the consume queues and checkpoint (:mod:`store.recovery` decides where) and checks each
 entry: magic, TOTALSIZE against the field lengths and the file, PHYSICALOFFSET equal to its own
 offset and (``checkCRCOnRecover``) the BODYCRC. Zeros or a torn record end the data: later files
-are deleted and the torn bytes are zeroed. A damaged record followed by sound ones is not a tail:
+are deleted and the rest of the file is made to read as zeros, reading only the parts of it that
+hold blocks (:mod:`store.mapped_file_queue`). A damaged record followed by sound ones is not a tail:
 :meth:`CommitLog.scan` finds the next sound record and reports the damaged range, so one flipped
 byte costs one record, not every record after it.
 """
@@ -320,7 +321,7 @@ class CommitLog:
                 (declared,) = _INT.unpack_from(mf.mm, pos)
                 if 0 < declared <= mf.file_size - pos:
                     window = max(window, declared)
-            cut = mf.read(pos, min(window, mf.file_size - pos))
+            cut = mf.read_data(pos, window)
             mf.zero(pos, window)
         self.queue.truncate_dirty(end_offset)
         return cut

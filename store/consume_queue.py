@@ -15,9 +15,10 @@ placeholder units ``(0, 0x7FFFFFFF, 0)`` (``fillPreBlank``).
 
 Recovery (``ConsumeQueue.recover``) starts at the third-last file and takes units while
 ``offset >= 0 and size > 0``; the first other unit ends the queue and everything after it is
-dropped. Then the owner truncates units that point at or past the recovered commit-log end
-(``truncateDirtyLogicFiles``) and moves the min offset past units whose record was deleted
-(``correctMinOffset``).
+dropped (made to read as zeros without reading the unused rest of the file, see
+:mod:`store.mapped_file_queue`). Then the owner truncates units that point at or past the
+recovered commit-log end (``truncateDirtyLogicFiles``) and moves the min offset past units whose
+record was deleted (``correctMinOffset``).
 """
 
 from __future__ import annotations

@@ -19,14 +19,22 @@ Positions kept in memory (all relative to the file start):
 
 The file itself records none of them: recovery re-derives ``wrote_position`` by scanning (commit
 log, consume queue) or from a header (index). Writes go straight into the map; nothing is buffered.
+
+Recovery must not pay for the unused part of a file: :meth:`MappedFile.zero` clears a cut tail
+through the file system's map of the file (holes are skipped, long ranges of blocks punched out)
+and reads only what may hold bytes with ``pread``, so no page of the tail is mapped into the
+process (see :mod:`store.mapped_file_queue` for why the tail is cleared at all).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import mmap
 import os
+from collections.abc import Callable
+from typing import cast
 
 from store.errors import DiskFullError, StoreCorruptionError, StoreIOError
 
@@ -34,6 +42,9 @@ PAGE_SIZE = mmap.PAGESIZE
 FILE_NAME_DIGITS = 20  # UtilAll.offset2FileName
 _ZERO_CHUNK = bytes(1 << 20)
 RESERVE_CHUNK = 1 << 20  # blocks reserved ahead of the write position at a time, at most (1 MiB)
+READ_TO_CLEAR = 4 * RESERVE_CHUNK  # data cleared by reading it at most; longer ranges are punched
+_FALLOC_FL_KEEP_SIZE = 0x01  # linux/falloc.h
+_FALLOC_FL_PUNCH_HOLE = 0x02
 
 
 def reserve_chunk(file_size: int) -> int:
@@ -42,6 +53,31 @@ def reserve_chunk(file_size: int) -> int:
     queues then hold a few pages each, as the Java broker's sparse files do)."""
     chunk = min(max(file_size // 1024, PAGE_SIZE), RESERVE_CHUNK)
     return chunk - chunk % PAGE_SIZE
+
+
+def _libc_fallocate() -> Callable[[int, int, int, int], int] | None:
+    """``fallocate(2)`` from the C library (``os`` has only ``posix_fallocate``), or ``None``."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fallocate = getattr(libc, "fallocate64", None) or libc.fallocate
+    except (OSError, AttributeError):
+        return None
+    fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    fallocate.restype = ctypes.c_int
+    return cast("Callable[[int, int, int, int], int]", fallocate)
+
+
+_FALLOCATE = _libc_fallocate()
+
+
+def punch_hole(fd: int, pos: int, size: int) -> bool:
+    """Deallocate ``[pos, pos + size)`` of ``fd`` keeping its size, so it reads as zeros (partial
+    blocks at the edges are zeroed by the file system); ``False`` when that failed: not supported
+    by the file system or the platform, or no room for an extent split on a full disk. Any part
+    punched before a failure reads as zeros too; the caller clears the rest by writing."""
+    if _FALLOCATE is None:
+        return False
+    return _FALLOCATE(fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, pos, size) == 0
 
 
 def offset_to_file_name(offset: int) -> str:
@@ -238,23 +274,72 @@ class MappedFile:
     def read(self, pos: int, size: int) -> bytes:
         return self.mm[pos : pos + size]
 
-    def zero(self, pos: int, size: int) -> None:
-        """Overwrite ``size`` bytes from ``pos`` with zeros (clears a truncated tail). Pages that read
-        as zeros already are left alone: they may be holes, and writing into a hole would need a
-        block (a SIGBUS on a full disk)."""
-        end = min(pos + size, self.file_size)
-        mm = self.mm
+    def data_ranges(self, pos: int, end: int) -> list[tuple[int, int]]:
+        """The parts of ``[pos, end)`` that may hold non-zero bytes, from the file system's map of
+        the file (``lseek`` ``SEEK_DATA`` / ``SEEK_HOLE``), without reading a byte. Everything else
+        is a hole, which reads as zeros by definition: never written, or blocks reserved with
+        ``posix_fallocate`` and never written (unwritten extents on ext4 and XFS). A file system
+        that keeps no such map reports the whole range as data (the kernel's generic ``lseek``)."""
+        end = min(end, self.file_size)
+        out: list[tuple[int, int]] = []
         while pos < end:
-            step = min(end - pos, len(_ZERO_CHUNK) - pos % len(_ZERO_CHUNK))
-            if mm[pos : pos + step] != _ZERO_CHUNK[:step]:  # memcmp of up to 1 MiB: holes pass fast
-                page_end = pos + step
-                while pos < page_end:
-                    n = min(page_end - pos, PAGE_SIZE - pos % PAGE_SIZE)
-                    if mm[pos : pos + n] != _ZERO_CHUNK[:n]:
-                        mm[pos : pos + n] = _ZERO_CHUNK[:n]
-                    pos += n
-            else:
-                pos += step
+            try:
+                start = os.lseek(self._fd, pos, os.SEEK_DATA)
+                stop = os.lseek(self._fd, start, os.SEEK_HOLE)
+            except OSError as err:
+                if err.errno != errno.ENXIO:  # ENXIO: no data after pos
+                    out.append((pos, end))
+                break
+            if start >= end:
+                break
+            out.append((start, min(stop, end)))
+            pos = stop
+        return out
+
+    def read_data(self, pos: int, size: int) -> bytes:
+        """The ``size`` bytes from ``pos`` with ``pread``: read past the written data (recovery) they
+        map no page into the process, and holes among them cost no read (zeros). Raises
+        :class:`StoreIOError`."""
+        end = min(pos + size, self.file_size)
+        out = bytearray(max(end - pos, 0))
+        for start, stop in self.data_ranges(pos, end):
+            out[start - pos : stop - pos] = self._pread(start, stop - start)
+        return bytes(out)
+
+    def zero(self, pos: int, size: int) -> None:
+        """Make ``size`` bytes from ``pos`` read as zeros (clears a truncated tail), touching only the
+        file's data ranges (:meth:`data_ranges`): what it costs follows what was written, not the
+        file size. A data range longer than :data:`READ_TO_CLEAR` (blocks of zeros given to the file
+        by an earlier preallocation, a copy made without holes) is punched out (``fallocate``
+        ``PUNCH_HOLE``): the file system zeroes it without reading it, and the writer reserves
+        blocks again ahead of itself as in a new file. A shorter one, or one the file system cannot
+        punch, is read with ``pread`` (no page is mapped into the process) and only pages holding
+        non-zero bytes are written: writing zeros where they already are would turn a hole into a
+        block (ENOSPC on a full disk). Raises :class:`StoreIOError`."""
+        for start, stop in self.data_ranges(pos, pos + size):
+            if stop - start > READ_TO_CLEAR:
+                self.reserved = min(self.reserved, start - start % PAGE_SIZE)  # blocks given back
+                if punch_hole(self._fd, start, stop - start):
+                    continue
+            at = start
+            while at < stop:
+                step = min(stop - at, len(_ZERO_CHUNK) - at % len(_ZERO_CHUNK))
+                chunk = self._pread(at, step)
+                if chunk != _ZERO_CHUNK[:step]:  # memcmp of up to 1 MiB
+                    page = at
+                    while page < at + step:
+                        n = min(at + step - page, PAGE_SIZE - page % PAGE_SIZE)
+                        if chunk[page - at : page - at + n] != _ZERO_CHUNK[:n]:
+                            self.write_at(page, _ZERO_CHUNK[:n])
+                        page += n
+                at += step
+
+    def _pread(self, pos: int, size: int) -> bytes:
+        try:
+            data = os.pread(self._fd, size, pos)
+        except OSError as err:
+            raise wrap_os_error(err, f"read {size} bytes at {pos} of {self.path}") from err
+        return data.ljust(size, b"\0")  # short only past the end of a file cut by someone else
 
     def flush(self, up_to: int | None = None) -> int:
         """``msync`` the written data up to position ``up_to`` (default: all of it); returns the new

@@ -9,6 +9,26 @@ otherwise, as Java's "length not matched message store config value"), except th
 file is deleted, as Java does. Loaded files start with ``wrote_position = file_size``; the owner's
 recovery then calls :meth:`truncate_dirty` with the real end, which deletes the files after it.
 
+What recovery rebuilds and what it trusts, past the end. The owner finds the end by walking the
+entries from a trusted point (commit log: records with magic code, length, PHYSICALOFFSET and
+CRC; consume queue: units with an offset and a size); the walk reads the data and stops at the
+first byte that is not one, so it costs what was written. Java's ``truncateDirtyFiles`` then
+only sets the positions and leaves what lies past the end to be overwritten by the next append.
+Here the bytes past the end are also made to read as zeros, because a walk cannot tell a stale
+entry from a new one once the next append ends exactly where a stale one begins (a whole record
+of a run whose tail was cut, a unit written after a torn one). How far stale bytes reach is not
+known (a torn batch, pages of a torn run written back in any order after a power loss), so the
+whole rest of the file is cleared, but without reading it: :meth:`MappedFile.zero` asks the file
+system where the file holds data (``SEEK_DATA``/``SEEK_HOLE``). A tail never written is a hole,
+and so are blocks reserved ahead of the writer with ``posix_fallocate`` and never written (ext4,
+XFS): they read as zeros by definition and are skipped. What is left, the data past the end, is a
+torn write plus at most one reservation chunk in practice; it is read with ``pread`` and only
+non-zero pages are rewritten. A data range longer than that (a tail of real zero blocks: an older
+preallocation, a copy made without holes) is punched out instead, which reads nothing either.
+Every byte past the end still reads as zero afterwards, as when the whole tail was compared page
+by page, but a restart no longer maps or reads the unused part of a 1 GiB commit-log file (nor of
+each 6 MB consume-queue file). Index files are never cut: their header says where the entries end.
+
 Threads: all methods belong to the single writer except :meth:`flush`, which one other thread may
 run concurrently with appends (the SYNC_FLUSH group commit); a lock guards the file list for it.
 """
@@ -150,8 +170,9 @@ class MappedFileQueue:
         return mf
 
     def truncate_dirty(self, offset: int) -> None:
-        """Make ``offset`` the end of the data: set the containing file's positions (zeroing the
-        bytes cut off), delete later files."""
+        """Make ``offset`` the end of the data (``truncateDirtyFiles``): set the containing file's
+        positions, make the bytes cut off read as zeros without reading the unused tail (module
+        docstring), delete later files."""
         keep: list[MappedFile] = []
         for mf in self.files:
             if mf.file_end_offset > offset:

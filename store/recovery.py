@@ -27,6 +27,9 @@ rebuilds: everything after the first of those points, from the commit log.
 4. The end of the last whole record is the new commit-log end: the torn tail is zeroed (a copy of
    any non-zero bytes cut goes to ``damaged/`` first), later files are deleted, consume-queue units
    pointing past it are dropped, and every queue's min offset moves past records deleted by cleanup.
+   Zeroing the tail reads only the parts of the file that hold blocks, not the unused rest of a
+   1 GiB file (:mod:`store.mapped_file_queue`): a restart costs what was written since the last
+   checkpoint plus a torn write, whatever the file size.
 """
 
 from __future__ import annotations
