@@ -6,6 +6,10 @@ side by side on a 2-core CI machine where one example can take 250 ms for reason
 
 from __future__ import annotations
 
+import resource
+from collections.abc import Generator
+from typing import Any
+
 import pytest
 from hypothesis import settings
 
@@ -68,20 +72,52 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 #: Seconds of set-up, call and tear-down per test file, summed from the reports the controller gets
-#: (from every xdist worker): where the suite's time goes, to revise ``LONGEST_FIRST`` from.
+#: (from every xdist worker): where the suite's time goes, to revise ``LONGEST_FIRST`` from. Beside
+#: the wall time, the CPU seconds each file cost: the test process's own and those of the processes
+#: it started and reaped (servers, JVMs, clients), measured in the process that ran the test.
 _FILE_SECONDS: dict[str, float] = {}
+_FILE_CPU_SECONDS: dict[str, float] = {}
 SLOWEST_FILES = 25
+CPU_PROPERTY = "cpu_s"
+_cpu_mark = [0.0]
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its reaped children so far."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """Each phase's report carries the CPU spent since the previous one in this process (what ran
+    between tests counts to the next one's set-up)."""
+    outcome = yield
+    now = _cpu_seconds()
+    outcome.get_result().user_properties.append((CPU_PROPERTY, now - _cpu_mark[0]))
+    _cpu_mark[0] = now
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     path = report.nodeid.split("::", 1)[0]
     _FILE_SECONDS[path] = _FILE_SECONDS.get(path, 0.0) + report.duration
+    for name, value in report.user_properties:
+        if name == CPU_PROPERTY and isinstance(value, float):
+            _FILE_CPU_SECONDS[path] = _FILE_CPU_SECONDS.get(path, 0.0) + value
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _cpu_mark[0] = _cpu_seconds()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if not _FILE_SECONDS:
         return
     total = sum(_FILE_SECONDS.values())
-    terminalreporter.write_sep("=", f"slowest {SLOWEST_FILES} files, of {total:.0f} s in all test files")
+    cpu = sum(_FILE_CPU_SECONDS.values())
+    terminalreporter.write_sep(
+        "=", f"slowest {SLOWEST_FILES} files, of {total:.0f} s wall and {cpu:.0f} s CPU in all test files"
+    )
+    terminalreporter.write_line(f"{'wall':>9} {'CPU':>9}  file")
     for path, seconds in sorted(_FILE_SECONDS.items(), key=lambda kv: -kv[1])[:SLOWEST_FILES]:
-        terminalreporter.write_line(f"{seconds:8.1f}s {path}")
+        terminalreporter.write_line(f"{seconds:8.1f}s {_FILE_CPU_SECONDS.get(path, 0.0):8.1f}s  {path}")
