@@ -58,6 +58,7 @@ class GrpcServer:
         self.accepted = 0
         self.calls_started = 0
         self.calls_failed = 0
+        self.calls_refused = 0  # HTTP errors before a call (405, 415, 431, 404) and refused streams
 
     @property
     def methods(self) -> dict[str, Handler]:
@@ -81,6 +82,7 @@ class GrpcServer:
             "tls_accepted": self.tls.tls_accepted,
             "calls_started": self.calls_started,
             "calls_failed": self.calls_failed,
+            "calls_refused": self.calls_refused,
         }
 
     async def run(
