@@ -54,11 +54,13 @@ def headers(
 
 @dataclass
 class Request:
-    """One request: its headers, its body (already framed), and how many copies are opened at once."""
+    """One request: its headers, its body (already framed), how many copies are opened at once,
+    and whether the client resets it in the same write (before any answer can come)."""
 
     headers: list[tuple[str, str]]
     body: bytes = field(default_factory=lambda: frame(route_request()))
     streams: int = 1
+    reset: bool = False
 
 
 CASES: dict[str, Callable[[], Request]] = {
@@ -81,6 +83,8 @@ CASES: dict[str, Callable[[], Request]] = {
     f"{EXTRA_STREAMS} streams at once": lambda: Request(headers(), streams=EXTRA_STREAMS),
     "9 KiB of metadata": lambda: Request(headers(extra=(("x-hostile", "m" * 9216),))),
     "16 KiB of metadata": lambda: Request(headers(extra=(("x-hostile", "m" * 16384),))),
+    "method GET, reset at once": lambda: Request(headers(method="GET"), reset=True),
+    "call reset at once": lambda: Request(headers(), reset=True),
 }
 
 
@@ -129,8 +133,10 @@ def send(address: str, request: Request, timeout: float = ANSWER_TIMEOUT_S) -> A
         conn.send_headers(last, request.headers, end_stream=not request.body)
         if request.body:
             conn.send_data(last, request.body, end_stream=True)
+        if request.reset:
+            conn.reset_stream(last)
         sock.sendall(conn.data_to_send())
-        done = _read(sock, conn, answer, last, time.monotonic() + timeout)
+        done = request.reset or _read(sock, conn, answer, last, time.monotonic() + timeout)
         if done and answer.goaway is None:
             conn.ping(b"hostile!")
             with _suppress_closed():

@@ -39,6 +39,8 @@ EXPECTED: dict[str, tuple[str | None, str | None, bool]] = {
     f"{EXTRA_STREAMS} streams at once": (None, None, True),
     "9 KiB of metadata": ("431", "8", True),
     "16 KiB of metadata": (None, None, False),
+    "method GET, reset at once": (None, None, True),
+    "call reset at once": (None, None, True),
 }
 
 

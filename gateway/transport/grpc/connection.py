@@ -339,6 +339,8 @@ class Connection:
     async def _reject(self, call: ServerCall, refused: HttpRefusal) -> None:
         """NettyServerHandler.respondWithHttpError: the HTTP status with the gRPC status, the
         message as a text body; then the stream is reset, as the request is not read."""
+        if call.state.done:  # the client reset the stream before its refusal could go out
+            raise StreamGone
         call.state.refuse()
         self.queue_headers(call.stream_id, refused.headers())
         await self.send_data(call.stream_id, refused.body, flush=False)
