@@ -26,7 +26,6 @@ from gateway.transport.log_limit import LogLimiter
 from store.errors import StoreError
 
 logger = logging.getLogger(__name__)
-refusal_log = LogLimiter(logger)
 
 
 class RecordWriter:
@@ -34,6 +33,7 @@ class RecordWriter:
         self.broker = broker
         self.revive_topic = revive_topic(broker.config.broker_cluster_name)
         self.failures = 0
+        self.refusal_log = LogLimiter(logger)  # one line per kind every 10 s, per broker
 
     async def put_ck(self, ck: PopCheckPoint, revive_qid: int) -> bool:
         """Store a checkpoint in revive queue ``revive_qid``; False if refused."""
@@ -44,7 +44,7 @@ class RecordWriter:
             )
         except CodecError as err:  # numbers beyond Java's long (a hostile invisible time)
             self.failures += 1
-            refusal_log.warning("ck codec", "POP checkpoint of %s not written: %s", ck.topic, err)
+            self.refusal_log.warning("ck codec", "POP checkpoint of %s not written: %s", ck.topic, err)
             return False
         return await self.put_record(record, props)
 
@@ -57,7 +57,7 @@ class RecordWriter:
             )
         except CodecError as err:
             self.failures += 1
-            refusal_log.warning("ack codec", "POP ack of %s not written: %s", ack.topic, err)
+            self.refusal_log.warning("ack codec", "POP ack of %s not written: %s", ack.topic, err)
             return False
         return await self.put_record(record, props)
 
@@ -76,14 +76,14 @@ class RecordWriter:
             result = await broker.put_messages([record], None)
         except TimerMessageError as err:  # the client's pop or invisible time
             self.failures += 1
-            refusal_log.warning("timer", "POP record for %s not stored: %s", record.topic, err)
+            self.refusal_log.warning("timer", "POP record for %s not stored: %s", record.topic, err)
             return False
         except (RocketMQError, StoreError) as err:
             self.failures += 1
-            refusal_log.error("store", "POP record for %s not stored: %s", record.topic, err)
+            self.refusal_log.error("store", "POP record for %s not stored: %s", record.topic, err)
             return False
         if not result.ok:
             self.failures += 1
-            refusal_log.error("put", "POP record for %s not stored: %s", record.topic, result)
+            self.refusal_log.error("put", "POP record for %s not stored: %s", record.topic, result)
             return False
         return True

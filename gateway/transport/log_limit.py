@@ -32,9 +32,10 @@ class LogLimiter:
         self._last: dict[Hashable, tuple[float, int]] = {}  # kind -> (logged at, suppressed since)
         self.suppressed = 0  # lines not written, in total
 
-    def log(self, level: int, kind: Hashable, msg: str, *args: object) -> bool:
+    def log(self, level: int, kind: Hashable, msg: str, *args: object, stacklevel: int = 2) -> bool:
         """Write ``msg % args`` at ``level`` unless a line of ``kind`` was written less than
-        ``interval_s`` ago; True when it was written."""
+        ``interval_s`` ago; True when it was written. The line names the caller's file and line
+        (``stacklevel`` as in :meth:`logging.Logger.log`, counted from here)."""
         now = self._clock()
         last = self._last.get(kind)
         if last is not None and now - last[0] < self.interval_s:
@@ -48,14 +49,14 @@ class LogLimiter:
         if len(self._last) >= MAX_KINDS:
             del self._last[next(iter(self._last))]
         self._last[kind] = (now, 0)
-        self.logger.log(level, msg, *args)
+        self.logger.log(level, msg, *args, stacklevel=stacklevel)
         return True
 
     def error(self, kind: Hashable, msg: str, *args: object) -> bool:
-        return self.log(logging.ERROR, kind, msg, *args)
+        return self.log(logging.ERROR, kind, msg, *args, stacklevel=3)
 
     def warning(self, kind: Hashable, msg: str, *args: object) -> bool:
-        return self.log(logging.WARNING, kind, msg, *args)
+        return self.log(logging.WARNING, kind, msg, *args, stacklevel=3)
 
     def info(self, kind: Hashable, msg: str, *args: object) -> bool:
-        return self.log(logging.INFO, kind, msg, *args)
+        return self.log(logging.INFO, kind, msg, *args, stacklevel=3)

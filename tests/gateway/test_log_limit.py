@@ -21,6 +21,7 @@ def test_one_line_per_kind_per_interval_then_the_count(caplog: pytest.LogCapture
     messages = [r.getMessage() for r in caplog.records]
     assert messages == ["refused 1", "another kind", "refused 2 (999 more like it in the last 10 s)"]
     assert limiter.suppressed == 999
+    assert {r.filename for r in caplog.records} == {"test_log_limit.py"}  # the caller's line
 
 
 def test_kinds_remembered_are_bounded() -> None:
