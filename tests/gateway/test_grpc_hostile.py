@@ -19,6 +19,7 @@ from gateway.transport.grpc.server import GrpcServer
 from gateway.transport.grpc.status import GrpcError, StatusCode
 from tests.fault import grpc_hostile
 from tests.fault.grpc_hostile import CASES, EXTRA_STREAMS, QUERY_ROUTE, Answer
+from tests.helpers import wait_until
 
 OK, INVALID_ARGUMENT, UNIMPLEMENTED, INTERNAL = "0", "3", "12", "13"
 REFUSED_STREAM = 7
@@ -53,8 +54,9 @@ async def _route(request: bytes, call: ServerCall) -> bytes:
 
 
 @asynccontextmanager
-async def serving() -> AsyncIterator[GrpcServer]:
-    server = GrpcServer({QUERY_ROUTE: unary(_route)}, GrpcServerConfig(grpc_server_port=0))
+async def serving(max_connections: int = 20000) -> AsyncIterator[GrpcServer]:
+    config = GrpcServerConfig(grpc_server_port=0, max_connections=max_connections)
+    server = GrpcServer({QUERY_ROUTE: unary(_route)}, config)
     async with trio.open_nursery() as nursery:
         await nursery.start(server.run)
         yield server
@@ -119,3 +121,19 @@ async def test_refusals_repeated_log_one_line(caplog: pytest.LogCaptureFixture) 
             assert server.calls_refused == 20
     refusals = [r for r in caplog.records if "refused with HTTP 405" in r.getMessage()]
     assert len(refusals) <= 1
+
+
+async def test_connections_beyond_the_limit_are_closed_at_once(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG, logger="gateway"):
+        async with serving(max_connections=1) as server:
+            held = await trio.open_tcp_stream("127.0.0.1", server.port)
+            await wait_until(lambda: server.acceptor.open == 1, 5)
+            answers = [await _send(server, "te: gzip") for _ in range(5)]
+            assert server.statistics()["refused"] == 5
+            await held.aclose()
+            await wait_until(lambda: server.acceptor.open == 0, 5)
+            served = await _send(server, "te: gzip")
+    assert not any(a.connection_alive or a.http_status for a in answers)
+    assert served.grpc_status == OK
+    refusals = [r for r in caplog.records if "refusing connection" in r.getMessage()]
+    assert len(refusals) == 1
