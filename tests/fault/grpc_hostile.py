@@ -9,6 +9,7 @@ HOST:PORT``).
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import socket
 import struct
@@ -125,7 +126,7 @@ def send(address: str, request: Request, timeout: float = ANSWER_TIMEOUT_S) -> A
     conn.initiate_connection()
     conn.local_settings.max_header_list_size = 1 << 20
     answer = Answer()
-    with socket.create_connection((host, port), timeout=timeout) as sock, _suppress_closed():
+    with socket.create_connection((host, port), timeout=timeout) as sock, contextlib.suppress(OSError):
         sock.sendall(conn.data_to_send())
         last = 0
         for index in range(request.streams - 1):  # held open: the last one is one too many
@@ -140,18 +141,10 @@ def send(address: str, request: Request, timeout: float = ANSWER_TIMEOUT_S) -> A
         done = request.reset or _read(sock, conn, answer, last, time.monotonic() + timeout)
         if done and answer.goaway is None:
             conn.ping(b"hostile!")
-            with _suppress_closed():
+            with contextlib.suppress(OSError):
                 sock.sendall(conn.data_to_send())
             answer.connection_alive = _read(sock, conn, answer, None, time.monotonic() + timeout)
     return answer
-
-
-class _suppress_closed:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> bool:
-        return kind is not None and issubclass(kind, OSError)
 
 
 def _read(sock: socket.socket, conn: h2.connection.H2Connection, answer: Answer, stream: int | None,
@@ -192,7 +185,7 @@ def _read(sock: socket.socket, conn: h2.connection.H2Connection, answer: Answer,
                 return False
             elif isinstance(event, h2.events.PingAckReceived) and stream is None:
                 return True
-        with _suppress_closed():
+        with contextlib.suppress(OSError):
             sock.sendall(conn.data_to_send())
         if finished:
             return True
