@@ -5,6 +5,11 @@ the send path routes a timer message (``HookUtils.handleScheduleMessage``); a du
 passed puts them straight into the revive queue. Every put goes through the broker's ordinary put
 (group commit, ``SYNC_FLUSH`` waits), and a refused put is logged and reported as ``False``: the
 caller answers as Java does when a checkpoint cannot be stored.
+
+What is refused for the client's numbers (a pop or invisible time past the timer's reach, beyond
+Java's long) is a WARNING, a refused store an ERROR; both go through a
+:class:`~gateway.transport.log_limit.LogLimiter`, so a request with a thousand such entries, or a
+client repeating it, writes one line per kind every 10 s, with the count of the rest.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from broker.timer.service import TimerMessageError, route_timer_message
 from codec.bodies.pop import AckMsg, BatchAckMsg, PopCheckPoint
 from codec.errors import CodecError, RocketMQError
 from codec.message import MessageRecord
+from gateway.transport.log_limit import LogLimiter
 from store.errors import StoreError
 
 logger = logging.getLogger(__name__)
@@ -27,6 +33,7 @@ class RecordWriter:
         self.broker = broker
         self.revive_topic = revive_topic(broker.config.broker_cluster_name)
         self.failures = 0
+        self.refusal_log = LogLimiter(logger)  # one line per kind every 10 s, per broker
 
     async def put_ck(self, ck: PopCheckPoint, revive_qid: int) -> bool:
         """Store a checkpoint in revive queue ``revive_qid``; False if refused."""
@@ -37,7 +44,7 @@ class RecordWriter:
             )
         except CodecError as err:  # numbers beyond Java's long (a hostile invisible time)
             self.failures += 1
-            logger.warning("POP checkpoint of %s not written: %s", ck.topic, err)
+            self.refusal_log.warning("ck codec", "POP checkpoint of %s not written: %s", ck.topic, err)
             return False
         return await self.put_record(record, props)
 
@@ -50,7 +57,7 @@ class RecordWriter:
             )
         except CodecError as err:
             self.failures += 1
-            logger.warning("POP ack of %s not written: %s", ack.topic, err)
+            self.refusal_log.warning("ack codec", "POP ack of %s not written: %s", ack.topic, err)
             return False
         return await self.put_record(record, props)
 
@@ -67,12 +74,16 @@ class RecordWriter:
                 wheel_enable=config.timer_wheel_enable,
             )
             result = await broker.put_messages([record], None)
-        except (TimerMessageError, RocketMQError, StoreError) as err:
+        except TimerMessageError as err:  # the client's pop or invisible time
             self.failures += 1
-            logger.error("POP record for %s not stored: %s", record.topic, err)
+            self.refusal_log.warning("timer", "POP record for %s not stored: %s", record.topic, err)
+            return False
+        except (RocketMQError, StoreError) as err:
+            self.failures += 1
+            self.refusal_log.error("store", "POP record for %s not stored: %s", record.topic, err)
             return False
         if not result.ok:
             self.failures += 1
-            logger.error("POP record for %s not stored: %s", record.topic, result)
+            self.refusal_log.error("put", "POP record for %s not stored: %s", record.topic, result)
             return False
         return True

@@ -7,36 +7,31 @@ Handlers reach their own client through ``RequestContext.connection.peer``. With
 ``config.tls`` set, each connection's first bytes decide between TLS and plaintext as
 ``tls.server.mode`` says (:mod:`gateway.transport.tls`, ``NettyRemotingServer.TlsModeHandler``).
 
-Errors from ``accept`` are handled as trio's ``serve_listeners`` does: when the process or the
-system is out of file descriptors or buffer memory, the listener logs it, pauses
-``ACCEPT_PAUSE_S`` and tries again, since connections closing meanwhile free what the next accept
-needs; any other error means the listener is broken and ends :meth:`RemotingServer.run` with it,
-instead of a loop that logs the same failure forever. (``trio.SocketListener.accept`` already
-retries the errors that concern only the one connection being accepted, such as ``ECONNABORTED``.)
+Accepting is :class:`gateway.transport.accept.Acceptor`'s, shared with the gRPC server: out of
+resources pauses and retries, any other accept error ends :meth:`RemotingServer.run`, connections
+beyond ``max_connections`` are closed at once, and its lines are rate-limited.
 """
 
 from __future__ import annotations
 
-import errno
 import itertools
 import logging
-import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import trio
 
+from gateway.transport.accept import ACCEPT_CAPACITY_ERRNOS, ACCEPT_PAUSE_S, Acceptor
 from gateway.transport.address import join_address
 from gateway.transport.config import ServerConfig
 from gateway.transport.connection import Connection
 from gateway.transport.dispatch import Dispatcher
 from gateway.transport.tls import ServerTls
 
+__all__ = ["ACCEPT_CAPACITY_ERRNOS", "ACCEPT_PAUSE_S", "RemotingServer"]
+
 logger = logging.getLogger(__name__)
 
-# accept(2) errors that mean "out of resources for now" (trio's ACCEPT_CAPACITY_ERRNOS).
-ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
-ACCEPT_PAUSE_S = 0.1  # as trio.serve_listeners
 RECEIVE_SIZE = 64 * 1024  # the first read, which decides between TLS and plaintext
 
 
@@ -63,9 +58,7 @@ class RemotingServer:
         self._accepting = trio.CancelScope()
         self._negotiating: set[trio.CancelScope] = set()  # connections still sniffing TLS
         self._done = trio.Event()
-        self.accepted = 0
-        self.refused = 0
-        self.accept_pauses = 0  # accepts that failed for lack of resources, each followed by a pause
+        self.acceptor = Acceptor(name, self.config.max_connections, logger)
         #: Called with each connection as it closes (e.g. the NameServer drops its brokers).
         self.on_disconnect: list[Callable[[Connection], None]] = []
 
@@ -85,6 +78,20 @@ class RemotingServer:
     def port(self) -> int:
         return int(self.listeners[0].socket.getsockname()[1])
 
+    @property
+    def accepted(self) -> int:
+        return self.acceptor.accepted
+
+    @property
+    def refused(self) -> int:
+        """Connections closed at once because ``max_connections`` were open."""
+        return self.acceptor.refused
+
+    @property
+    def accept_pauses(self) -> int:
+        """Accepts that failed for lack of resources, each followed by a pause."""
+        return self.acceptor.accept_pauses
+
     async def run(
         self, *, task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED
     ) -> None:
@@ -97,7 +104,9 @@ class RemotingServer:
                 with self._accepting:
                     async with trio.open_nursery() as accept_nursery:
                         for listener in self.listeners:
-                            accept_nursery.start_soon(self._accept_loop, listener, nursery)
+                            accept_nursery.start_soon(
+                                self.acceptor.run, listener, self._serve_connection, nursery
+                            )
                 # Accepting stopped: drain connections gracefully; one that has not yet said
                 # whether it speaks TLS has nothing in flight.
                 for scope in list(self._negotiating):
@@ -109,32 +118,6 @@ class RemotingServer:
                 with trio.CancelScope(shield=True):
                     await listener.aclose()
             self._done.set()
-
-    async def _accept_loop(self, listener: trio.SocketListener, nursery: trio.Nursery) -> None:
-        while True:
-            try:
-                stream = await listener.accept()
-            except OSError as err:
-                if err.errno not in ACCEPT_CAPACITY_ERRNOS:
-                    raise
-                self.accept_pauses += 1
-                logger.error(
-                    "%s: accept failed with %s (%s), %d connections open; retrying in %s s",
-                    self.name,
-                    errno.errorcode[err.errno],
-                    os.strerror(err.errno),
-                    len(self.connections),
-                    ACCEPT_PAUSE_S,
-                )
-                await trio.sleep(ACCEPT_PAUSE_S)
-                continue
-            if len(self.connections) + len(self._negotiating) >= self.config.max_connections:
-                self.refused += 1
-                logger.warning("%s: refusing connection, %d open", self.name, len(self.connections))
-                await trio.aclose_forcefully(stream)
-                continue
-            self.accepted += 1
-            nursery.start_soon(self._serve_connection, stream)
 
     async def _serve_connection(self, raw: trio.SocketStream) -> None:
         stream: trio.abc.Stream = raw
@@ -198,9 +181,7 @@ class RemotingServer:
             "addresses": self.addresses,
             "connections": len(self.connections),
             "negotiating": len(self._negotiating),  # accepted, first bytes (TLS or not) awaited
-            "accepted": self.accepted,
-            "refused": self.refused,
-            "accept_pauses": self.accept_pauses,
+            **self.acceptor.statistics(),
             "tls": None if self.config.tls is None else self.config.tls.statistics(),
             "dispatcher": self.dispatcher.statistics(),
         }

@@ -10,7 +10,9 @@ A conversation is one of:
 * stream abuse: many streams opened and reset, PING and SETTINGS floods, window updates at the
   limit, responses never read;
 * the bytes of a well-formed conversation with some of them flipped, or random bytes, or a TLS
-  record header followed by garbage (the port sniffs the first byte for TLS).
+  record header followed by garbage (the port sniffs the first byte for TLS);
+* one of the hostile requests of :mod:`tests.fault.grpc_hostile` (wrong content-type or method,
+  ``te``, compression, too many streams, oversized metadata), sometimes with bytes flipped.
 
 The client side is built with ``h2`` in client mode, so the frames are valid HTTP/2 unless a
 recipe breaks them on purpose.
@@ -32,6 +34,7 @@ from hypothesis import strategies as st
 
 from gateway.transport.address import split_address
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
+from tests.fault.grpc_hostile import CASES
 
 SERVICE = pb.DESCRIPTOR.services_by_name["MessagingService"]
 METHODS = {f"/apache.rocketmq.v2.MessagingService/{m.name}": m.input_type for m in SERVICE.methods}
@@ -39,7 +42,7 @@ _EXTREME_INTS = [0, -1, 1, 7, 32, 2**31 - 1, -(2**31), 2**32 - 1, 2**63 - 1, -(2
 _STRINGS = ["", " ", "FuzzLive", "TBW102", "%RETRY%g", "%DLQ%g", "rmq_sys_x", "a" * 300, "中文", "\x00"]
 _GRPC_HEADER = struct.Struct(">BI")
 MAX_BODY = 4 * 1024 * 1024
-CALL, ABUSE, BYTES = range(3)
+CALL, ABUSE, BYTES, HOSTILE = range(4)
 
 
 def _scalar(rng: random.Random, field: descriptor.FieldDescriptor) -> Any:
@@ -191,10 +194,33 @@ def byte_conversation(rng: random.Random) -> bytes:
     return b"\x16\x03\x01" + rng.randbytes(rng.randrange(0, 600))
 
 
-_BUILDERS = (call_conversation, abuse_conversation, byte_conversation)
+def hostile_conversation(rng: random.Random) -> bytes:
+    """One hostile request of :data:`tests.fault.grpc_hostile.CASES`, its bytes flipped at times."""
+    request = CASES[rng.choice(sorted(CASES))]()
+    conn = h2.connection.H2Connection(
+        h2.config.H2Configuration(client_side=True, header_encoding="utf-8", validate_outbound_headers=False)
+    )
+    conn.initiate_connection()
+    for index in range(request.streams - 1):
+        conn.send_headers(1 + 2 * index, request.headers)
+    last = 2 * request.streams - 1
+    conn.send_headers(last, request.headers, end_stream=not request.body)
+    if request.body:
+        conn.send_data(last, request.body, end_stream=True)
+    if request.reset:
+        conn.reset_stream(last)
+    data = bytearray(conn.data_to_send())
+    if rng.random() < 0.2:
+        data[rng.randrange(len(data))] = rng.randrange(256)
+    return bytes(data)
+
+
+_BUILDERS = (call_conversation, abuse_conversation, byte_conversation, hostile_conversation)
 #: A conversation: (builder, seed), expanded with a seeded ``random.Random`` as the remoting
 #: fuzzer does, so a failing example is reproducible from the two numbers.
-conversation_recipe = st.tuples(st.sampled_from([CALL, CALL, CALL, ABUSE, BYTES]), st.integers(0, 2**32 - 1))
+conversation_recipe = st.tuples(
+    st.sampled_from([CALL, CALL, CALL, ABUSE, BYTES, HOSTILE]), st.integers(0, 2**32 - 1)
+)
 
 
 def build_conversation(recipe: tuple[int, int]) -> bytes:

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
+from tests.fault import grpc_hostile
 from tests.fault.grpc_fuzz import build_conversation, conversation_recipe, throw
 from tests.fault.process import GatewayProcess
 from tests.fault.wire import BlockingClient, pull_bodies, send_one
@@ -79,6 +80,35 @@ def check_alive(gw: GatewayProcess) -> None:
     rss = gw.rss_bytes()
     assert rss < RSS_CEILING_BYTES, f"gateway RSS {rss} bytes"
     Tally.live_checks += 1
+
+
+#: HTTP statuses grpc-java answers with grpc-status INTERNAL: its refusals of a request that is not
+#: gRPC (content-type, method). Nothing else a client sends may get INTERNAL.
+INTERNAL_ALLOWED_WITH = ("405", "415")
+HOSTILE_ROUNDS = 3  # each case this many times: a refusal's log line is not repeated
+GRPC_INTERNAL = "13"  # io.grpc.Status.Code.INTERNAL
+
+
+def test_hostile_requests_are_answered_without_internal_or_errors(gateway: GatewayProcess) -> None:
+    with BlockingClient(gateway.broker_addr) as client:  # the topic the liveness check uses
+        send_one(client, TOPIC, b"first")
+    started = time.monotonic()
+    errors_before = len(gateway.error_lines())
+    for _ in range(HOSTILE_ROUNDS):
+        for name, build in grpc_hostile.CASES.items():
+            request = build()
+            answer = grpc_hostile.send(gateway.grpc_addr, request)
+            if answer.grpc_status == GRPC_INTERNAL:
+                assert answer.http_status in INTERNAL_ALLOWED_WITH, f"{name}: {answer.brief()}"
+            kept = name != "16 KiB of metadata"  # past Netty's threshold the connection ends
+            assert answer.connection_alive is kept, f"{name}: {answer.brief()}"
+            answered = answer.http_status is not None or answer.reset is not None
+            assert answered or request.reset or not kept, f"{name}: {answer.brief()}"
+    assert time.monotonic() - started < 120
+    assert gateway.alive(), gateway.log_tail()
+    assert gateway.traceback_count() == 0, gateway.log_tail(60)
+    assert len(gateway.error_lines()) == errors_before, "\n".join(gateway.error_lines()[-20:])
+    check_alive(gateway)
 
 
 @pytest.mark.slow

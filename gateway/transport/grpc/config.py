@@ -23,6 +23,7 @@ class GrpcServerConfig:
     tls_test_mode_enable: bool = True
     tls_cert_path: str | None = None
     tls_key_path: str | None = None
+    max_connections: int = 20000  # closed at once beyond this (the remoting servers' limit)
     handshake_timeout_s: float = 10.0  # first bytes and TLS handshake of a new connection
     shutdown_grace_s: float = 2.0  # calls in flight may finish for this long after shutdown
     # The renewal of push consumers' receipt handles (DefaultReceiptHandleManager).

@@ -1,10 +1,13 @@
 """One HTTP/2 connection of the gRPC server (the ``h2`` state machine) and its calls.
 
-Mirrors what grpc-java's Netty transport does for the Proxy: an unknown path ends the call with
-UNIMPLEMENTED, a request that is not gRPC (content-type) with HTTP 415, a message over
-``grpcMaxInboundMessageSize`` with RESOURCE_EXHAUSTED, a handler's :class:`GrpcError` with its
-code, any other exception with INTERNAL (logged once). ``grpc-timeout`` bounds a call
-(DEADLINE_EXCEEDED).
+Mirrors what grpc-java's Netty transport does for the Proxy: a request that is not gRPC gets the
+HTTP error :mod:`gateway.transport.grpc.request` names (415, 405, 431, 404), an unknown path ends
+the call with UNIMPLEMENTED, a message over ``grpcMaxInboundMessageSize`` with RESOURCE_EXHAUSTED,
+a handler's :class:`GrpcError` with its code, any other exception with INTERNAL (logged once).
+``grpc-timeout`` bounds a call (DEADLINE_EXCEEDED). A stream beyond ``MAX_CONCURRENT_STREAMS``
+(advertised) is reset with REFUSED_STREAM and the connection goes on. Each call's lifecycle is a
+:class:`~gateway.transport.grpc.call_state.CallState`; refusals are logged at most once per kind
+per interval (:class:`~gateway.transport.log_limit.LogLimiter`).
 
 Flow control is HTTP/2's own: inbound DATA is acknowledged as the handler consumes it, so a client
 can get ahead of a slow handler only by the stream window; outbound DATA waits for window.
@@ -17,9 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
-from collections import deque
-from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 import h2.config
@@ -30,21 +30,30 @@ import h2.exceptions
 import h2.settings
 import trio
 
+from gateway.transport.grpc.call import Handler, ServerCall, StreamGone, unary
 from gateway.transport.grpc.config import GrpcServerConfig
-from gateway.transport.grpc.framing import (
-    MessageDecoder,
-    encode_grpc_message,
-    encode_message,
-    parse_timeout,
+from gateway.transport.grpc.framing import encode_grpc_message, parse_timeout
+from gateway.transport.grpc.request import (
+    HEADER_LIST_GOAWAY_SIZE,
+    MAX_HEADER_LIST_SIZE,
+    RESPONSE_HEADERS,
+    HttpRefusal,
+    header_list_size,
+    malformed,
+    message_encoding,
+    refusal,
 )
 from gateway.transport.grpc.status import GrpcError, StatusCode
+from gateway.transport.log_limit import LogLimiter
+
+__all__ = ["Connection", "GrpcServer", "Handler", "ServerCall", "StreamGone", "unary"]
 
 logger = logging.getLogger(__name__)
+#: Lines a client can cause (refusals, protocol errors): one per kind every 10 s.
+refusal_log = LogLimiter(logger)
 
-Handler = Callable[["ServerCall"], Awaitable[None]]
 RECEIVE_SIZE = 65536
-POST_QUEUE_SIZE = 1024  # messages posted to a call from outside its handler, not yet sent
-_RESPONSE_HEADERS = [(":status", "200"), ("content-type", "application/grpc")]
+MAX_CONCURRENT_STREAMS = 1000  # advertised; a stream beyond it is refused, the connection kept
 
 
 class GrpcServer(Protocol):
@@ -53,125 +62,34 @@ class GrpcServer(Protocol):
     config: GrpcServerConfig
     calls_started: int
     calls_failed: int
+    calls_refused: int
 
     @property
     def methods(self) -> dict[str, Handler]: ...
 
 
-class StreamGone(Exception):
-    """The client reset the stream or the connection closed under a call."""
+class _ServerH2(h2.connection.H2Connection):
+    """``h2``'s connection with two of its limits moved up to :class:`Connection`.
 
+    ``h2`` ends the whole connection for a stream beyond MAX_CONCURRENT_STREAMS; Netty refuses
+    that stream alone (REFUSED_STREAM), which the connection does on seeing the request, so the
+    count here never stops one. Its HPACK limit is set to the size past which Netty ends the
+    connection; the advertised MAX_HEADER_LIST_SIZE is answered with HTTP 431 by the connection.
+    """
 
-class ServerCall:
-    """One RPC: its request headers, its inbound messages, its outbound messages and status."""
-
-    def __init__(self, conn: Connection, stream_id: int, path: str, metadata: dict[str, str]) -> None:
-        self._conn = conn
-        self.stream_id = stream_id
-        self.path = path
-        #: Request headers but the pseudo-headers, lower-case names (x-mq-client-id, ...).
-        self.metadata = metadata
-        self.peer = conn.peer
-        self._inbound_send, self._inbound = trio.open_memory_channel[tuple[bytes, int] | None](math.inf)
-        self._decoder = MessageDecoder(conn.config.grpc_max_inbound_message_size)
-        self._messages: deque[bytes] = deque()
-        self._ended = False
-        self.headers_sent = False
-        self.closed = False  # trailers sent or stream reset
-        self.scope = trio.CancelScope()
-        self._outbox: trio.MemorySendChannel[bytes] | None = None
-
-    async def receive(self) -> bytes | None:
-        """The next request message, or None once the client half-closed.
-
-        Raises GrpcError (oversized, compressed or truncated message), StreamGone.
-        """
-        while not self._messages:
-            if self._ended:
-                if self._decoder.pending:
-                    raise GrpcError(StatusCode.INTERNAL, "stream ended inside a message")
-                return None
-            item = await self._inbound.receive()
-            if item is None:
-                self._ended = True
-                continue
-            data, flow_length = item
-            # Acknowledged first: a message the decoder refuses must not shrink the connection window.
-            await self._conn.acknowledge(self.stream_id, flow_length)
-            self._messages.extend(self._decoder.feed(data))
-        return self._messages.popleft()
-
-    async def send(self, payload: bytes, *, flush: bool = True) -> None:
-        """Send one response message (the response headers first). Raises StreamGone.
-
-        ``flush=False`` leaves the bytes for the next write (a unary answer goes out with its
-        trailers, one socket write per call).
-        """
-        if not self.headers_sent:
-            self._conn.queue_headers(self.stream_id, _RESPONSE_HEADERS)
-            self.headers_sent = True
-        await self._conn.send_data(self.stream_id, encode_message(payload), flush=flush)
-
-    def post(self, payload: bytes) -> bool:
-        """Queue a response message from outside the handler (a server-initiated command on a
-        bidirectional stream); False when the call is over or ``POST_QUEUE_SIZE`` are waiting."""
-        if self.closed:
-            return False
-        if self._outbox is None:
-            self._outbox, outbox = trio.open_memory_channel[bytes](POST_QUEUE_SIZE)
-            self._conn.nursery.start_soon(self._drain_outbox, outbox)
-        try:
-            self._outbox.send_nowait(payload)
-        except (trio.WouldBlock, trio.ClosedResourceError):
-            return False
-        return True
-
-    async def _drain_outbox(self, outbox: trio.MemoryReceiveChannel[bytes]) -> None:
-        async with outbox:
-            async for payload in outbox:
-                if self.closed:
-                    return
-                try:
-                    await self.send(payload)
-                except StreamGone:
-                    return
-
-    def feed(self, data: bytes, flow_length: int) -> None:
-        self._inbound_send.send_nowait((data, flow_length))
-
-    def end_inbound(self) -> None:
-        self._inbound_send.send_nowait(None)
+    def __init__(self, config: h2.config.H2Configuration) -> None:
+        super().__init__(config)
+        self.decoder.max_header_list_size = HEADER_LIST_GOAWAY_SIZE
 
     @property
-    def inbound_ended(self) -> bool:
-        return self._ended
+    def open_inbound_streams(self) -> int:
+        super().open_inbound_streams  # noqa: B018 - its accessor forgets the closed streams
+        return 0
 
-    def discard_inbound(self) -> int:
-        """Drop what the handler left unread; returns its flow-controlled length to acknowledge."""
-        length = 0
-        while True:
-            try:
-                item = self._inbound.receive_nowait()
-            except (trio.WouldBlock, trio.EndOfChannel):
-                return length
-            if item is None:
-                self._ended = True
-            else:
-                length += item[1]
-
-
-def unary(fn: Callable[[bytes, ServerCall], Awaitable[bytes]]) -> Handler:
-    """A handler for a unary method from ``fn(request, call) -> response``."""
-
-    async def handle(call: ServerCall) -> None:
-        request = await call.receive()
-        if request is None:
-            raise GrpcError(StatusCode.INTERNAL, "no request message")
-        if await call.receive() is not None:
-            raise GrpcError(StatusCode.INTERNAL, "more than one request message on a unary call")
-        await call.send(await fn(request, call), flush=False)
-
-    return handle
+    def _local_settings_acked(self) -> dict[h2.settings.SettingCodes | int, h2.settings.ChangedSetting]:
+        changes = super()._local_settings_acked()
+        self.decoder.max_header_list_size = HEADER_LIST_GOAWAY_SIZE
+        return changes
 
 
 class Connection:
@@ -183,8 +101,10 @@ class Connection:
         self.stream = stream
         self.peer = peer
         self.id = conn_id
-        self.h2 = h2.connection.H2Connection(
-            h2.config.H2Configuration(client_side=False, header_encoding="utf-8")
+        self.h2 = _ServerH2(
+            h2.config.H2Configuration(
+                client_side=False, header_encoding="utf-8", validate_inbound_headers=False
+            )
         )
         self.calls: dict[int, ServerCall] = {}
         self._send_lock = trio.Lock()
@@ -247,7 +167,11 @@ class Connection:
 
     async def run(self) -> None:
         self.h2.local_settings = h2.settings.Settings(
-            client=False, initial_values={h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 1000}
+            client=False,
+            initial_values={
+                h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: MAX_CONCURRENT_STREAMS,
+                h2.settings.SettingCodes.MAX_HEADER_LIST_SIZE: MAX_HEADER_LIST_SIZE,
+            },
         )
         self.h2.initiate_connection()
         async with trio.open_nursery() as nursery:
@@ -264,16 +188,17 @@ class Connection:
                     try:
                         events = self.h2.receive_data(data)
                     except h2.exceptions.ProtocolError as err:
-                        logger.info(
-                            "grpc conn %d %s: HTTP/2 protocol error, closing: %s", self.id, self.peer, err
-                        )
+                        refusal_log.info(
+                            ("protocol", type(err)),
+                            "grpc conn %d %s: HTTP/2 protocol error, closing: %s", self.id, self.peer, err,
+                        )  # fmt: skip
                         await self.flush()
                         break
                     except UnicodeDecodeError as err:
                         # h2 decodes header blocks as UTF-8 (header_encoding): gRPC metadata that
                         # is not text ends the connection like any other malformed frame.
-                        logger.info(
-                            "grpc conn %d %s: header not UTF-8, closing: %s", self.id, self.peer, err
+                        refusal_log.info(
+                            "utf-8", "grpc conn %d %s: header not UTF-8, closing: %s", self.id, self.peer, err
                         )
                         with contextlib.suppress(h2.exceptions.ProtocolError):
                             self.h2.close_connection(h2.errors.ErrorCodes.PROTOCOL_ERROR)
@@ -286,6 +211,8 @@ class Connection:
                 pass
             finally:
                 self._closed = True
+                for call in self.calls.values():
+                    call.state.stream_reset()
                 self._wake_senders()
                 nursery.cancel_scope.cancel()
 
@@ -294,7 +221,7 @@ class Connection:
             self._start_call(event, nursery)
         elif isinstance(event, h2.events.DataReceived):
             call = self.calls.get(event.stream_id)
-            if call is not None and not call.closed:
+            if call is not None and not call.state.done:
                 call.feed(event.data, event.flow_controlled_length)
             elif event.flow_controlled_length:
                 # Nobody reads it: give the window back so other streams keep flowing.
@@ -306,7 +233,7 @@ class Connection:
         elif isinstance(event, h2.events.StreamReset):
             call = self.calls.pop(event.stream_id, None)
             if call is not None:
-                call.closed = True
+                call.state.stream_reset()
                 call.scope.cancel()
             self._wake_senders()
         elif isinstance(event, h2.events.WindowUpdated | h2.events.RemoteSettingsChanged):
@@ -315,29 +242,46 @@ class Connection:
             self._closed = True
 
     def _start_call(self, event: h2.events.RequestReceived, nursery: trio.Nursery) -> None:
+        if len(self.calls) >= MAX_CONCURRENT_STREAMS:
+            self.server.calls_refused += 1
+            refusal_log.info(
+                "streams", "grpc conn %d %s: stream %d refused: %d calls open",
+                self.id, self.peer, event.stream_id, len(self.calls),
+            )  # fmt: skip
+            self._reset(event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
+            return
         pseudo: dict[str, str] = {}
         metadata: dict[str, str] = {}
-        for name, value in event.headers or []:
-            key, text = str(name), str(value)
+        headers = [(str(name), str(value)) for name, value in event.headers or []]
+        broken = malformed(headers)
+        if broken is not None:
+            self.server.calls_refused += 1
+            refusal_log.info(
+                "malformed", "grpc conn %d %s: stream %d reset: %s",
+                self.id, self.peer, event.stream_id, broken,
+            )  # fmt: skip
+            self._reset(event.stream_id, h2.errors.ErrorCodes.PROTOCOL_ERROR)
+            return
+        for key, text in headers:
             if key.startswith(":"):
                 pseudo[key] = text
             else:
                 metadata[key] = text
         call = ServerCall(self, event.stream_id, pseudo.get(":path", ""), metadata)
         self.calls[event.stream_id] = call
-        nursery.start_soon(self._run_call, call, pseudo)
+        nursery.start_soon(self._run_call, call, refusal(pseudo, metadata, header_list_size(headers)))
 
-    async def _run_call(self, call: ServerCall, pseudo: dict[str, str]) -> None:
+    async def _run_call(self, call: ServerCall, refused: HttpRefusal | None) -> None:
         server = self.server
         server.calls_started += 1
         try:
-            if pseudo.get(":method") != "POST":
-                await self._reject(call, "405", f"HTTP method {pseudo.get(':method')} is not POST")
-                return
-            if not call.metadata.get("content-type", "").startswith("application/grpc"):
-                await self._reject(
-                    call, "415", f"Content-Type {call.metadata.get('content-type')!r} is not gRPC"
-                )
+            if refused is not None:
+                server.calls_refused += 1
+                refusal_log.info(
+                    ("http", refused.http_status), "grpc conn %d %s: stream %d refused with HTTP %d: %s",
+                    self.id, self.peer, call.stream_id, refused.http_status, refused.message,
+                )  # fmt: skip
+                await self._reject(call, refused)
                 return
             code, message = await self._handle(call)
             await self._finish(call, code, message)
@@ -357,16 +301,14 @@ class Connection:
         try:
             if handler is None:
                 raise GrpcError(StatusCode.UNIMPLEMENTED, f"Method not found: {call.path.lstrip('/')}")
-            encoding = call.metadata.get("grpc-encoding", "identity")
-            if encoding != "identity":
-                raise GrpcError(StatusCode.UNIMPLEMENTED, f"grpc-encoding {encoding} is not supported")
+            message_encoding(call.metadata)
             timeout = call.metadata.get("grpc-timeout")
             if timeout is not None:
                 call.scope.deadline = trio.current_time() + parse_timeout(timeout)
             with call.scope:
                 await handler(call)
             if call.scope.cancelled_caught:
-                if call.closed:
+                if call.state.reset:
                     raise StreamGone
                 raise GrpcError(StatusCode.DEADLINE_EXCEEDED, "deadline exceeded")
         except GrpcError as err:
@@ -384,35 +326,36 @@ class Connection:
         trailers = [("grpc-status", str(int(code)))]
         if message:
             trailers.append(("grpc-message", encode_grpc_message(message)))
-        if not call.headers_sent:  # "Trailers-Only": one HEADERS frame
-            trailers = [(":status", "200"), ("content-type", "application/grpc"), *trailers]
-        call.closed = True
+        if call.state.done:
+            raise StreamGone
+        if call.state.send_trailers():  # "Trailers-Only": one HEADERS frame
+            trailers = [*RESPONSE_HEADERS, *trailers]
         await self.send_headers(call.stream_id, trailers, end=True)
-        if not call.inbound_ended:
+        if not call.state.inbound_ended:
             # We are done; the client need not send the rest (grpc-java's servers do the same).
             self._reset(call.stream_id)
             await self.flush()
 
-    async def _reject(self, call: ServerCall, http_status: str, message: str) -> None:
-        call.closed = True
-        headers = [
-            (":status", http_status),
-            ("content-type", "application/grpc"),
-            ("grpc-status", str(int(StatusCode.INTERNAL))),
-            ("grpc-message", encode_grpc_message(message)),
-        ]
-        await self.send_headers(call.stream_id, headers, end=True)
-        self._reset(call.stream_id)
+    async def _reject(self, call: ServerCall, refused: HttpRefusal) -> None:
+        """NettyServerHandler.respondWithHttpError: the HTTP status with the gRPC status, the
+        message as a text body; then the stream is reset, as the request is not read."""
+        if call.state.done:  # the client reset the stream before its refusal could go out
+            raise StreamGone
+        call.state.refuse()
+        self.queue_headers(call.stream_id, refused.headers())
+        await self.send_data(call.stream_id, refused.body, flush=False)
+        with contextlib.suppress(h2.exceptions.ProtocolError):
+            self.h2.end_stream(call.stream_id)
+        if not call.state.inbound_ended:
+            self._reset(call.stream_id)
         await self.flush()
 
-    def _reset(self, stream_id: int) -> None:
+    def _reset(self, stream_id: int, code: h2.errors.ErrorCodes = h2.errors.ErrorCodes.NO_ERROR) -> None:
         with contextlib.suppress(h2.exceptions.ProtocolError):  # the client closed its side meanwhile
-            self.h2.reset_stream(stream_id, h2.errors.ErrorCodes.NO_ERROR)
+            self.h2.reset_stream(stream_id, code)
 
     async def close(self) -> None:
         if not self._closed:
             self.h2.close_connection()
             with contextlib.suppress(StreamGone):
                 await self.flush()
-
-

@@ -3,13 +3,15 @@
 Each message on the stream is a 5-byte prefix, a compressed flag (0 or 1) and a big-endian
 32-bit length, then that many bytes (grpc's ``doc/PROTOCOL-HTTP2.md``, "Length-Prefixed-Message").
 The length is checked against the inbound limit *before* the body is buffered, as Netty's
-``MessageDeframer`` does with ``maxInboundMessageSize``.
+``MessageDeframer`` does with ``maxInboundMessageSize``; a gzip message (``grpc-encoding: gzip``)
+is inflated under the same limit ("Decompressed gRPC message exceeds maximum size").
 """
 
 from __future__ import annotations
 
 import struct
 import urllib.parse
+import zlib
 
 from gateway.transport.grpc.config import MAX_INBOUND_MESSAGE_SIZE
 from gateway.transport.grpc.status import GrpcError, StatusCode
@@ -30,17 +32,19 @@ def encode_message(payload: bytes) -> bytes:
 class MessageDecoder:
     """Feed it the DATA of one stream; it returns the whole messages and keeps the rest."""
 
-    __slots__ = ("_buffer", "_limit")
+    __slots__ = ("_buffer", "_encoding", "_limit")
 
-    def __init__(self, limit: int = MAX_INBOUND_MESSAGE_SIZE) -> None:
+    def __init__(self, limit: int = MAX_INBOUND_MESSAGE_SIZE, encoding: str = "identity") -> None:
         self._buffer = bytearray()
         self._limit = limit
+        self._encoding = encoding
 
     def feed(self, data: bytes) -> list[bytes]:
         """Append ``data``; return the messages now complete.
 
-        Raises GrpcError RESOURCE_EXHAUSTED for a message over the limit, UNIMPLEMENTED for a
-        compressed one (no grpc-encoding is accepted, so a client never sends one legitimately).
+        Raises GrpcError RESOURCE_EXHAUSTED for a message over the limit (compressed or inflated),
+        UNIMPLEMENTED for a compressed one on a call without ``grpc-encoding``, INVALID_ARGUMENT
+        for a gzip message that does not inflate.
         """
         self._buffer += data
         messages: list[bytes] = []
@@ -51,12 +55,13 @@ class MessageDecoder:
                     StatusCode.RESOURCE_EXHAUSTED,
                     f"gRPC message exceeds maximum size {self._limit}: {length}",
                 )
-            if compressed:
+            if compressed and self._encoding == "identity":
                 raise GrpcError(StatusCode.UNIMPLEMENTED, "compressed messages are not supported")
             end = PREFIX_SIZE + length
             if len(self._buffer) < end:
                 break
-            messages.append(bytes(self._buffer[PREFIX_SIZE:end]))
+            body = bytes(self._buffer[PREFIX_SIZE:end])
+            messages.append(gunzip(body, self._limit) if compressed else body)
             del self._buffer[:end]
         return messages
 
@@ -64,6 +69,22 @@ class MessageDecoder:
     def pending(self) -> int:
         """Bytes of a partial message still buffered (non-zero at end of stream is an error)."""
         return len(self._buffer)
+
+
+def gunzip(body: bytes, limit: int) -> bytes:
+    """Inflate one gzip message, at most ``limit`` bytes of it."""
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        out = inflater.decompress(body, limit + 1)
+    except zlib.error as err:
+        raise GrpcError(StatusCode.INVALID_ARGUMENT, f"gzip message does not inflate: {err}") from None
+    if len(out) > limit:
+        raise GrpcError(
+            StatusCode.RESOURCE_EXHAUSTED, f"Decompressed gRPC message exceeds maximum size {limit}"
+        )
+    if not inflater.eof:
+        raise GrpcError(StatusCode.INVALID_ARGUMENT, "gzip message ends early")
+    return out
 
 
 def parse_timeout(value: str) -> float:

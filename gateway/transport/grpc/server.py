@@ -4,7 +4,9 @@ Mirrors the Proxy's ``GrpcServer`` with its ``ProxyAndTlsProtocolNegotiator``: a
 by ``/package.Service/Method`` path, each connection handed to
 :class:`gateway.transport.grpc.connection.Connection` (HTTP/2 and the calls). That module and the
 method table (``methods`` may be a factory) are loaded when the first connection arrives: the
-endpoint costs a broker nothing while no gRPC client uses it.
+endpoint costs a broker nothing while no gRPC client uses it. Accepting is the remoting server's
+(:class:`gateway.transport.accept.Acceptor`: resource errors pause and retry, connections beyond
+``max_connections`` are closed at once), and so is the TLS sniff (:mod:`gateway.transport.tls`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 import trio
 
+from gateway.transport.accept import Acceptor
 from gateway.transport.address import join_address
 from gateway.transport.grpc.config import GrpcServerConfig
 from gateway.transport.tls import LazyServerContext, PrefixedStream, ServerTls
@@ -55,9 +58,10 @@ class GrpcServer:
         self._ids = itertools.count(1)
         self._scope = trio.CancelScope()
         self._accepting = trio.CancelScope()
-        self.accepted = 0
+        self.acceptor = Acceptor("grpc", self.config.max_connections, logger)
         self.calls_started = 0
         self.calls_failed = 0
+        self.calls_refused = 0  # HTTP errors before a call (405, 415, 431, 404) and refused streams
 
     @property
     def methods(self) -> dict[str, Handler]:
@@ -74,13 +78,18 @@ class GrpcServer:
     def port(self) -> int:
         return int(self.listeners[0].socket.getsockname()[1])
 
+    @property
+    def accepted(self) -> int:
+        return self.acceptor.accepted
+
     def statistics(self) -> dict[str, Any]:
         return {
             "connections": len(self.connections),
-            "accepted": self.accepted,
+            **self.acceptor.statistics(),
             "tls_accepted": self.tls.tls_accepted,
             "calls_started": self.calls_started,
             "calls_failed": self.calls_failed,
+            "calls_refused": self.calls_refused,
         }
 
     async def run(
@@ -95,7 +104,9 @@ class GrpcServer:
                 async with trio.open_nursery() as connections:
                     task_status.started(self.listeners)
                     with self._accepting:
-                        await trio.serve_listeners(self._serve, self.listeners, handler_nursery=connections)
+                        async with trio.open_nursery() as accepting:
+                            for listener in self.listeners:
+                                accepting.start_soon(self.acceptor.run, listener, self._serve, connections)
         finally:
             for listener in self.listeners:
                 with trio.CancelScope(shield=True):
@@ -111,7 +122,6 @@ class GrpcServer:
         self._scope.deadline = trio.current_time() + self.config.shutdown_grace_s
 
     async def _serve(self, raw: trio.SocketStream) -> None:
-        self.accepted += 1
         conn_id = next(self._ids)
         try:
             peer = join_address(*raw.socket.getpeername()[:2])
