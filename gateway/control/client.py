@@ -11,6 +11,7 @@ container fixture and ``rmq-gateway fault``. Standard library only (``http.clien
 
 from __future__ import annotations
 
+import builtins
 import http.client
 import json
 import time
@@ -99,3 +100,23 @@ class ControlClient:
 
     def health(self) -> bool:
         return self.request("GET", "/health")[0] == 200
+
+
+class RemoteFaults:
+    """The fault rules of a gateway in another process, with the methods of
+    :class:`gateway.transport.faults.FaultTable` (``add``, ``remove``, ``clear``, ``list``)."""
+
+    def __init__(self, client: ControlClient) -> None:
+        self.client = client
+
+    def add(self, rule: dict[str, Any] | None = None, **spec: Any) -> int:
+        return self.client.add_fault(rule, **spec)
+
+    def remove(self, fault_id: int) -> bool:
+        return self.client.remove_fault(fault_id)
+
+    def clear(self) -> int:
+        return self.client.clear_faults()
+
+    def list(self) -> builtins.list[dict[str, Any]]:
+        return self.client.faults()
