@@ -107,8 +107,9 @@ def _fault_cli(*args: str) -> subprocess.CompletedProcess[str]:
 async def test_the_cli_process_serves_the_control_endpoint(tmp_path: Path) -> None:
     argv = [sys.executable, "-m", "gateway.cli", "standalone", "--namesrv-port", "0", "--broker-port", "0"]
     argv += ["--no-grpc", "--store", str(tmp_path / "data"), "--control-port", "0"]
-    proc = subprocess.Popen(
-        argv, stderr=subprocess.PIPE, text=True, env={**os.environ, "HOME": str(tmp_path)}
+    env = {**os.environ, "HOME": str(tmp_path)}
+    proc = await trio.to_thread.run_sync(
+        lambda: subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env)
     )
     try:
         assert proc.stderr is not None
