@@ -145,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--control-port",
             type=_port,
-            default=_port(control) if control else None,
+            default=control or None,  # argparse checks a string default with _port too
             help="serve the HTTP control endpoint (fault rules, stored messages) on this port of --host"
             " (0 = any free port; default $RMQ_GATEWAY_CONTROL_PORT, else off)",
         )
