@@ -17,7 +17,7 @@ import trio
 
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
-from gateway.control.client import ControlClient
+from gateway.control.client import ControlClient, RemoteFaults
 from gateway.testing.inprocess import InProcessGateway
 from gateway.transport.client import connect
 from gateway.transport.connection import PeerTimeoutError
@@ -157,3 +157,51 @@ async def test_the_cli_process_serves_the_control_endpoint(tmp_path: Path) -> No
     gone = await trio.to_thread.run_sync(lambda: _fault_cli("list", "--control", control_addr))
     assert gone.returncode == 1
     assert "cannot reach the control endpoint" in gone.stderr
+
+
+async def test_remote_faults_and_binary_bodies_over_the_control_endpoint(gateway: InProcessGateway) -> None:
+    remote = RemoteFaults(ControlClient(gateway.control_addr))
+    fault_id = await trio.to_thread.run_sync(
+        lambda: remote.add(request="SEND_MESSAGE_V2", respond=14, remark="no", topic="FaultT6", times=1)
+    )
+    assert [f["id"] for f in gateway.faults.list()] == [fault_id]
+    async with connect(gateway.broker_addr) as conn:
+        refused = await conn.invoke(send_request("FaultT6", b"\xff\x00"), 5)
+        stored = await conn.invoke(send_request("FaultT6", b"\xff\x00"), 5)
+    assert [(refused.code, refused.remark), (stored.code,)] == [(14, "no"), (ResponseCode.SUCCESS,)]
+    listed = await trio.to_thread.run_sync(remote.list)
+    assert [(f["id"], f["fired"], f["active"]) for f in listed] == [(fault_id, 1, False)]
+    messages = await trio.to_thread.run_sync(
+        lambda: ControlClient(gateway.control_addr).stored_messages("FaultT6", wait_for=1, limit=5)
+    )
+    assert [(m["body"], m["bodyBase64"]) for m in messages] == [(None, "/wA=")]
+    assert await trio.to_thread.run_sync(lambda: remote.remove(fault_id)) is True
+    assert await trio.to_thread.run_sync(lambda: remote.remove(fault_id)) is False
+    assert await trio.to_thread.run_sync(remote.clear) == 0
+
+
+def test_the_rmq_faults_fixture_is_cleared_after_each_test(tmp_path: Path) -> None:
+    """A foreign suite with nothing but the installed plugin: ``rmq_faults`` is the session
+    gateway's table, and a rule one test added is gone in the next."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "test_uses_faults.py").write_text(
+        "def test_adds(rmq_faults, rmq_gateway):\n"
+        "    assert rmq_faults is rmq_gateway.faults\n"
+        "    rmq_faults.add(request='SEND_MESSAGE_V2', respond=2)\n"
+        "    assert len(rmq_faults.list()) == 1\n"
+        "\n"
+        "def test_starts_clean(rmq_faults):\n"
+        "    assert rmq_faults.list() == []\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "t")],
+        cwd=suite,
+        env={**os.environ, "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 passed" in result.stdout
