@@ -53,6 +53,7 @@ from codec.errors import RocketMQError
 from gateway.transport.config import ServerConfig
 from gateway.transport.connection import Connection
 from gateway.transport.dispatch import Dispatcher
+from gateway.transport.faults import FaultPoint
 from gateway.transport.server import RemotingServer
 from store.errors import StoreError
 from store.message_store import MessageStore
@@ -67,12 +68,15 @@ VIP_BIND_ATTEMPTS = 20  # ephemeral ports tried for a free pair (p, p - 2) when 
 
 
 def build_dispatcher(
-    controller: BrokerController, stats: BrokerStats, auth: BrokerAuth | None = None
+    controller: BrokerController,
+    stats: BrokerStats,
+    auth: BrokerAuth | None = None,
+    faults: FaultPoint | None = None,
 ) -> Dispatcher:
     """Every request code the broker answers, with its processor (``registerProcessor``); the
     processors that record or read statistics get ``stats``; ``auth`` checks each request first
-    and answers the user and ACL codes."""
-    dispatcher = Dispatcher("broker", guard=auth.guard if auth else None)
+    and answers the user and ACL codes; ``faults``: the fault rules of the broker (test tool)."""
+    dispatcher = Dispatcher("broker", guard=auth.guard if auth else None, faults=faults)
     if auth is not None:
         auth.register(dispatcher)
     ClientManageProcessor(controller).register(dispatcher)
@@ -108,9 +112,11 @@ class Broker:
         stop: trio.Event,
         vip_listeners: list[trio.SocketListener] | None = None,
         client_tls: ssl.SSLContext | None = None,
+        faults: FaultPoint | None = None,
     ) -> None:
         """``client_tls``: the context of the connections to the NameServers when ``tls.enable``
-        (``NettyClientConfig.useTLS``); None: plaintext."""
+        (``NettyClientConfig.useTLS``); None: plaintext. ``faults``: rules that make the broker
+        answer otherwise (:mod:`gateway.transport.faults`); None: none."""
         self.config = config
         self.stats = BrokerStats(config.broker_cluster_name)
         self.hold = PullHoldService()
@@ -131,7 +137,7 @@ class Broker:
             config, self.controller.topics, self.auth.inner_client_signer, tls=client_tls
         )
         self.timers = TimerMessageService(self.store, self.controller.put_messages, config.timer_precision_ms)
-        self.dispatcher = build_dispatcher(self.controller, self.stats, self.auth)
+        self.dispatcher = build_dispatcher(self.controller, self.stats, self.auth, faults)
         self.metrics = create_metrics(self.controller, self.stats, self.dispatcher)
         self.pop = register_pop(self.controller, self.dispatcher, self.timers.caught_up)
         self.server = RemotingServer(self.dispatcher, server_config, name="broker", listeners=listeners)
@@ -327,10 +333,12 @@ class BrokerApp:
         config: BrokerConfig,
         server_config: ServerConfig | None = None,
         client_tls: ssl.SSLContext | None = None,
+        faults: FaultPoint | None = None,
     ) -> None:
         self.config = config
         self.server_config = server_config or ServerConfig(port=config.listen_port)
         self.client_tls = client_tls
+        self.faults = faults
         self._stop = trio.Event()
         self._stopped = trio.Event()
         self._broker: Broker | None = None
@@ -341,7 +349,13 @@ class BrokerApp:
             bound_port = int(listeners[0].socket.getsockname()[1])
             config = dataclasses.replace(self.config, listen_port=bound_port)
             self._broker = Broker(
-                config, self.server_config, listeners, self._stop, vip_listeners, client_tls=self.client_tls
+                config,
+                self.server_config,
+                listeners,
+                self._stop,
+                vip_listeners,
+                client_tls=self.client_tls,
+                faults=self.faults,
             )
             await self._broker.run(task_status=task_status)
         finally:

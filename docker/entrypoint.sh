@@ -11,6 +11,8 @@
 #   GRPC_PORT         gRPC endpoint for RocketMQ 5 clients (8081; `off`: none)
 #   NAMESRV_ADDR      NameServers a `broker` registers to (';'-separated)
 #   RMQ_HOST          listen address (0.0.0.0)
+#   RMQ_GATEWAY_CONTROL_PORT  HTTP control endpoint (fault rules, stored messages; default off),
+#                     read by rmq-gateway itself
 #   RMQ_PROP_<key>    any other Java property, e.g. RMQ_PROP_flushDiskType=SYNC_FLUSH
 # Extra arguments after COMMAND go to rmq-gateway.
 set -eu

@@ -7,12 +7,17 @@
     rmq-gateway broker --broker-port 10911 --store /var/rmq -c broker.conf
     rmq-gateway standalone --grpc-port 8081   # RocketMQ 5 clients (gRPC, TLS or plaintext)
     rmq-gateway standalone -Dtls.server.mode=enforcing   # TLS only, on every port
+    rmq-gateway standalone --control-port 9080   # HTTP control endpoint: faults, stored messages
+    rmq-gateway fault add --control 127.0.0.1:9080 --request SEND_MESSAGE_V2 --respond 2 --times 2
 
 Once every server accepts connections one log line containing ``ready`` names the bound
 addresses. SIGTERM and SIGINT stop accepting, let in-flight requests finish, flush state and exit.
 ``-c`` reads RocketMQ's own ``namesrv.conf`` / ``broker.conf`` property keys; command-line flags
 override the file; ``NAMESRV_ADDR`` is honoured as in RocketMQ. ``-Dkey=value`` sets what the
 JVM takes as system properties: the ``tls.*`` keys of ``TlsSystemConfig`` (docs/security.md).
+``--control-port`` (or ``RMQ_GATEWAY_CONTROL_PORT``) serves the HTTP control endpoint of
+docs/testing-with-gateway.md on ``--host``; ``rmq-gateway fault`` (:mod:`gateway.control.cli`)
+drives it.
 
 What cannot work is refused with one line and a non-zero exit, never a traceback: argparse
 refuses a port outside 0..65535 or an unknown ``--log-level`` (exit 2); a malformed value in the
@@ -39,6 +44,8 @@ from broker.config import BrokerConfig
 from codec.errors import RocketMQError
 from codec.java_properties import parse_properties
 from gateway import native
+from gateway.control import cli as fault_cli
+from gateway.control.server import ControlConfig
 from gateway.launcher import (
     BrokerSpec,
     Gateway,
@@ -134,6 +141,14 @@ def build_parser() -> argparse.ArgumentParser:
             help="a Java system property RocketMQ reads, e.g. -Dtls.server.mode=enforcing, -Dtls.enable=true"
             " (the tls.* keys; docs/security.md)",
         )
+        control = os.environ.get("RMQ_GATEWAY_CONTROL_PORT", "").strip()
+        p.add_argument(
+            "--control-port",
+            type=_port,
+            default=control or None,  # argparse checks a string default with _port too
+            help="serve the HTTP control endpoint (fault rules, stored messages) on this port of --host"
+            " (0 = any free port; default $RMQ_GATEWAY_CONTROL_PORT, else off)",
+        )
 
     def namesrv_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument(
@@ -173,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     namesrv_flags(p)
     broker_flags(p, standalone=True)
+    fault_cli.add_parser(sub)
     return parser
 
 
@@ -213,7 +229,8 @@ def build_gateway(args: argparse.Namespace) -> Gateway:
     tls = tls_config_of(args, props)
     check_specs(namesrv, broker, tls)
     log_unused_property_keys(props, namesrv=namesrv is not None, broker=broker is not None)
-    return Gateway(namesrv, broker, tls)
+    control = None if args.control_port is None else ControlConfig(args.host, args.control_port)
+    return Gateway(namesrv, broker, tls, control=control)
 
 
 async def run_gateway(gateway: Gateway) -> None:
@@ -227,6 +244,7 @@ async def run_gateway(gateway: Gateway) -> None:
                     ("namesrv", endpoints.namesrv_addr),
                     ("broker", endpoints.broker_addr),
                     ("grpc", endpoints.grpc_addr),
+                    ("control", endpoints.control_addr),
                 )
                 if addr is not None
             ]
@@ -240,6 +258,8 @@ async def run_gateway(gateway: Gateway) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "fault":
+        return fault_cli.run(args)
     logging.basicConfig(
         level=args.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -277,7 +297,7 @@ def _describe(error: BaseException, args: argparse.Namespace) -> str:
     if isinstance(error, OSError) and error.errno == errno.EADDRINUSE:
         ports = [
             f"--{name}-port {getattr(args, f'{name}_port')}"
-            for name in ("namesrv", "broker", "grpc")
+            for name in ("namesrv", "broker", "grpc", "control")
             if getattr(args, f"{name}_port", None) is not None
         ]
         return f"{args.host}: a port is already in use ({', '.join(ports)}): another process listens there"

@@ -35,8 +35,11 @@ from broker.auth.config import AuthConfig, auth_config_of
 from broker.config import JAVA_KEY_ALIASES, BrokerConfig
 from broker.controller import store_config_of
 from codec.config_fields import camel_case, snake_case
+from gateway.control.api import ControlApi
+from gateway.control.server import ControlConfig, ControlServer
 from gateway.transport.address import join_address, loopback_if_wildcard, split_address
 from gateway.transport.config import ServerConfig
+from gateway.transport.faults import FaultTable
 from gateway.transport.grpc.config import GrpcServerConfig
 from gateway.transport.tls import LazyServerContext, ServerTls
 from gateway.transport.tls_config import ServerCertificate, TlsMode, TlsSystemConfig, client_context
@@ -45,6 +48,7 @@ from namesrv.config import JAVA_DEFAULTS as NAMESRV_JAVA_KEYS
 from namesrv.config import NamesrvConfig
 from store.config import StoreConfig
 from store.errors import StoreError
+from store.message_store import MessageStore
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +62,7 @@ class Endpoints:
     namesrv_addr: str | None
     broker_addr: str | None
     grpc_addr: str | None = None  # the broker's gRPC endpoint (RocketMQ 5 clients), when on
+    control_addr: str | None = None  # the HTTP control endpoint (faults, stored messages), when on
 
 
 @dataclass(slots=True)
@@ -85,9 +90,13 @@ class Gateway:
         namesrv: NamesrvSpec | None = None,
         broker: BrokerSpec | None = None,
         tls: TlsSystemConfig | None = None,
+        faults: FaultTable | None = None,
+        control: ControlConfig | None = None,
     ) -> None:
         """``tls``: the ``tls.*`` settings (``TlsSystemConfig``) of every port and of the broker's
-        connections to the NameServers; by default Java's: permissive, test mode, no ``tls.enable``."""
+        connections to the NameServers; by default Java's: permissive, test mode, no ``tls.enable``.
+        ``faults``: fault rules the servers consult (:mod:`gateway.transport.faults`; None: none,
+        unless ``control`` is given); ``control``: serve the HTTP control endpoint there."""
         if namesrv is None and broker is None:
             raise ValueError("a gateway runs a NameServer, a Broker or both")
         if broker is not None and broker.use_local_namesrv and namesrv is None:
@@ -98,6 +107,9 @@ class Gateway:
         self.broker: BrokerApp | None = None
         self.grpc: Any = None  # the gRPC server (gateway.transport.grpc.server.GrpcServer) when on
         self.tls = tls or TlsSystemConfig()
+        self.faults = faults if faults is not None or control is None else FaultTable(trio.sleep)
+        self.control_config = control
+        self.control: ControlServer | None = None
         #: tls.server.mode and the certificate of the remoting ports, shared by all of them.
         self.remoting_tls = remoting_server_tls(self.tls)
         self._stop = trio.Event()
@@ -108,7 +120,8 @@ class Gateway:
             namesrv_addr = broker_addr = None
             if self.namesrv_spec is not None:
                 server_config = self._with_tls(self.namesrv_spec.server)
-                self.namesrv = NamesrvApp(self.namesrv_spec.config, server_config)
+                faults = self.faults.point("namesrv") if self.faults is not None else None
+                self.namesrv = NamesrvApp(self.namesrv_spec.config, server_config, faults)
                 server = await nursery.start(self.namesrv.run)
                 namesrv_addr = loopback_if_wildcard(server.addresses[0])
             if self.broker_spec is not None:
@@ -116,7 +129,8 @@ class Gateway:
                 if self.broker_spec.use_local_namesrv:
                     config = dataclasses.replace(config, namesrv_addr=namesrv_addr or "")
                 client_tls = client_context(self.tls) if self.tls.client_enabled else None
-                self.broker = BrokerApp(config, self._with_tls(self.broker_spec.server), client_tls)
+                faults = self.faults.point("broker") if self.faults is not None else None
+                self.broker = BrokerApp(config, self._with_tls(self.broker_spec.server), client_tls, faults)
                 server = await nursery.start(self.broker.run)
                 broker_addr = loopback_if_wildcard(server.addresses[0])
             grpc_addr = None
@@ -124,7 +138,12 @@ class Gateway:
                 mode = self.tls.server_mode
                 self.grpc = await start_grpc(nursery, self.broker, self.broker_spec.grpc, mode)
                 grpc_addr = loopback_if_wildcard(self.grpc.addresses[0])
-            task_status.started(Endpoints(namesrv_addr, broker_addr, grpc_addr))
+            control_addr = None
+            if self.control_config is not None and self.faults is not None:
+                api = ControlApi(self.faults, self._store)
+                self.control = await ControlServer.bind(api, self.control_config)
+                control_addr = loopback_if_wildcard(await nursery.start(self.control.run))
+            task_status.started(Endpoints(namesrv_addr, broker_addr, grpc_addr, control_addr))
             await self._stop.wait()
             if self.grpc is not None:
                 with trio.move_on_after(STOP_TIMEOUT_S):
@@ -137,6 +156,10 @@ class Gateway:
                     if scope.cancelled_caught:
                         logger.warning("%s did not stop within %.0f s", app.name, STOP_TIMEOUT_S)
             nursery.cancel_scope.cancel()
+
+    def _store(self) -> MessageStore | None:
+        """The running broker's store, for the control endpoint (None: no broker here)."""
+        return self.broker.broker.store if self.broker is not None else None
 
     def _with_tls(self, server: ServerConfig) -> ServerConfig:
         return server if server.tls is not None else dataclasses.replace(server, tls=self.remoting_tls)
@@ -309,12 +332,16 @@ def standalone_gateway(
     properties: Mapping[str, str] | None = None,
     grpc_port: int | None = None,
     tls: TlsSystemConfig | None = None,
+    faults: FaultTable | None = None,
+    control_port: int | None = None,
 ) -> Gateway:
     """A NameServer and a Broker in one process, the broker storing under ``store_dir`` and
     registering to the NameServer. ``properties`` are RocketMQ ``broker.conf`` / ``namesrv.conf``
     keys (e.g. ``flushDiskType``, ``kvConfigPath``); ``grpc_port`` serves the gRPC endpoint there
-    (0: any free port; None: off); ``tls``: the ``tls.*`` settings; raises ``ValueError`` for a malformed or
-    out-of-range value (:func:`check_specs`); keys no component reads are logged."""
+    (0: any free port; None: off); ``tls``: the ``tls.*`` settings; ``faults``: the fault rules
+    the servers consult; ``control_port``: the HTTP control endpoint's port (None: off); raises
+    ``ValueError`` for a malformed or out-of-range value (:func:`check_specs`); keys no component
+    reads are logged."""
     props = {**(properties or {}), "storePathRootDir": store_dir}
     namesrv = NamesrvSpec(NamesrvConfig.from_properties(props), ServerConfig(host=host, port=namesrv_port))
     broker = BrokerSpec(
@@ -325,4 +352,5 @@ def standalone_gateway(
     )
     check_specs(namesrv, broker, tls)
     log_unused_property_keys(properties or {}, namesrv=True, broker=True)
-    return Gateway(namesrv, broker, tls)
+    control = None if control_port is None else ControlConfig(host, control_port)
+    return Gateway(namesrv, broker, tls, faults, control)

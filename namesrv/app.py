@@ -13,6 +13,7 @@ import trio
 from gateway.transport.config import ServerConfig
 from gateway.transport.connection import Connection
 from gateway.transport.dispatch import Dispatcher
+from gateway.transport.faults import FaultPoint
 from gateway.transport.server import RemotingServer
 from namesrv.config import NamesrvConfig
 from namesrv.kv_config import KVConfigManager
@@ -29,7 +30,13 @@ def _now_ms() -> int:
 class NamesrvApp:
     name = "namesrv"
 
-    def __init__(self, config: NamesrvConfig, server_config: ServerConfig | None = None) -> None:
+    def __init__(
+        self,
+        config: NamesrvConfig,
+        server_config: ServerConfig | None = None,
+        faults: FaultPoint | None = None,
+    ) -> None:
+        """``faults``: rules that make the NameServer answer otherwise (:mod:`gateway.transport.faults`)."""
         self.config = config
         self.server_config = server_config or ServerConfig(port=9876)
         kv_path = config.kv_config_path or os.path.join(
@@ -37,7 +44,7 @@ class NamesrvApp:
         )
         self.kv = KVConfigManager(Path(kv_path))
         self.routes = RouteInfo()
-        self.dispatcher = Dispatcher("namesrv")
+        self.dispatcher = Dispatcher("namesrv", faults=faults)
         NamesrvProcessor(config, self.routes, self.kv, _now_ms).register(self.dispatcher)
         self.server = RemotingServer(self.dispatcher, self.server_config, name="namesrv")
         self.server.on_disconnect.append(self._connection_closed)

@@ -22,6 +22,11 @@ broker) on the port it really listens on. Two modes:
   outside the container reach it. A random host port mapping cannot work: the advertised port
   would be wrong.
 
+Faults on demand and the stored messages go through the image's HTTP control endpoint
+(``RMQ_GATEWAY_CONTROL_PORT``, on a free port like the others): :attr:`RocketMQGatewayContainer.faults`
+has the methods of the in-process gateway's fault table (``add``, ``remove``, ``clear``,
+``list``), and :meth:`RocketMQGatewayContainer.stored_messages` those of its namesake.
+
 ``TESTCONTAINERS_RYUK_DISABLED=true`` is needed where the reaper image cannot be pulled; the
 container is then removed by :meth:`stop` (the context manager does it).
 """
@@ -36,6 +41,7 @@ from typing import Any, Literal, Self, cast
 
 from testcontainers.core.container import DockerContainer
 
+from gateway.control.client import ControlClient, RemoteFaults
 from gateway.testing.ports import free_port
 from gateway.testing.probe import ProbeError, ProbeResult, probe
 
@@ -62,6 +68,7 @@ class RocketMQGatewayContainer(DockerContainer):
         namesrv_port: int | None = None,
         broker_port: int | None = None,
         grpc_port: int | None = None,
+        control_port: int | None = None,
         broker_ip1: str | None = None,
         broker_name: str = "broker-a",
         publish_host: str = LOOPBACK,
@@ -75,12 +82,14 @@ class RocketMQGatewayContainer(DockerContainer):
         self.namesrv_port = namesrv_port or free_port()
         self.broker_port = broker_port or free_port(offsets=(-2, 0))  # and its VIP channel at - 2
         self.grpc_port = grpc_port or free_port()
+        self.control_port = control_port or free_port()
         self.startup_timeout = startup_timeout
         self.ready: ProbeResult | None = None
         self.startup_seconds: float | None = None
         self.with_env("NAMESRV_PORT", str(self.namesrv_port))
         self.with_env("BROKER_PORT", str(self.broker_port))
         self.with_env("GRPC_PORT", str(self.grpc_port))
+        self.with_env("RMQ_GATEWAY_CONTROL_PORT", str(self.control_port))
         self.with_env("BROKER_NAME", broker_name)
         if network_mode == "host":
             # Loopback only: the host's other interfaces see nothing of a test broker.
@@ -88,7 +97,7 @@ class RocketMQGatewayContainer(DockerContainer):
             self.with_env("RMQ_HOST", LOOPBACK)
             self.with_env("BROKER_IP1", broker_ip1 or LOOPBACK)
         else:
-            for port in (self.namesrv_port, self.broker_port, self.grpc_port):
+            for port in (self.namesrv_port, self.broker_port, self.grpc_port, self.control_port):
                 # docker-py takes (host_ip, host_port) too: publish on one host address only
                 self.ports[f"{port}/tcp"] = cast("int", (publish_host, port))
             self._broker_ip1 = broker_ip1
@@ -114,6 +123,22 @@ class RocketMQGatewayContainer(DockerContainer):
     def get_grpc_endpoint(self) -> str:
         """``host:port`` of the gRPC endpoint, what RocketMQ 5 clients take as their endpoints."""
         return f"{self._host()}:{self.grpc_port}"
+
+    def get_control_address(self) -> str:
+        """``host:port`` of the HTTP control endpoint (docs/testing-with-gateway.md)."""
+        return f"{self._host()}:{self.control_port}"
+
+    @property
+    def faults(self) -> RemoteFaults:
+        """The gateway's fault rules, over the control endpoint (``add``, ``remove``, ``clear``, ``list``)."""
+        return RemoteFaults(ControlClient(self.get_control_address()))
+
+    def stored_messages(
+        self, topic: str, *, wait_for: int = 0, timeout_s: float = 10.0, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        """The stored messages of ``topic``, once there are ``wait_for``; raises ``TimeoutError``."""
+        client = ControlClient(self.get_control_address())
+        return client.stored_messages(topic, wait_for=wait_for, timeout_s=timeout_s, limit=limit)
 
     def start(self) -> Self:
         """Start the container and wait until the broker is registered; on failure the container

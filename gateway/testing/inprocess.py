@@ -15,6 +15,16 @@ port too, plaintext and TLS with a self-signed certificate on the same port as t
 mode; ``grpc_port=None`` leaves it off. The names follow
 :class:`gateway.testing.container.RocketMQGatewayContainer` (``get_grpc_endpoint()``).
 
+Faults on demand (docs/testing-with-gateway.md): :attr:`InProcessGateway.faults` is the
+:class:`gateway.transport.faults.FaultTable` both servers consult, and
+:meth:`InProcessGateway.stored_messages` reads what the broker stored::
+
+    fault_id = gateway.faults.add(request="SEND_MESSAGE_V2", respond=2, times=2)   # SYSTEM_BUSY twice
+    gateway.stored_messages("T", wait_for=3)    # [{"msgId": ..., "body": ..., ...}, ...]
+    gateway.faults.clear()
+
+``control_port=0`` serves the HTTP control endpoint too (:attr:`InProcessGateway.control_addr`).
+
 Every file the servers write lives in the store directory
 (a temporary one unless given), including the NameServer's KV config, which would otherwise go
 to ``~/namesrv``: the state is independent of ``HOME``.
@@ -32,11 +42,12 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import trio
 
 from gateway.testing.probe import wait_ready
+from gateway.transport.faults import FaultTable
 
 if TYPE_CHECKING:
     from gateway.launcher import Endpoints, Gateway
@@ -45,6 +56,7 @@ logger = logging.getLogger(__name__)
 
 READY_TIMEOUT_S = 30.0  # bind + register; ~0.2 s normally
 STOP_TIMEOUT_S = 20.0  # graceful stop: in-flight requests, unregistration, flush
+POLL_INTERVAL_S = 0.02  # stored_messages(wait_for=...) looks again this often
 
 
 class InProcessGateway:
@@ -59,13 +71,20 @@ class InProcessGateway:
         broker_port: int = 0,
         grpc_port: int | None = 0,
         properties: Mapping[str, str] | None = None,
+        control_port: int | None = None,
+        fault_seed: int | None = None,
     ) -> None:
+        """``control_port``: serve the HTTP control endpoint there (0: any free port; None: off);
+        ``fault_seed``: seeds the RNG of rules with a ``probability``."""
         self._own_dir = store_dir is None
         self.store_dir = Path(store_dir or tempfile.mkdtemp(prefix="rmq-gw-"))
         self.host = host
         self.namesrv_port = namesrv_port
         self.broker_port = broker_port
         self.grpc_port = grpc_port
+        self.control_port = control_port
+        #: The fault rules of both servers (add/remove/clear/list); safe to change from any thread.
+        self.faults = FaultTable(trio.sleep, seed=fault_seed)
         self.properties = {
             "kvConfigPath": str(self.store_dir / "namesrv" / "kvConfig.json"),
             **(properties or {}),
@@ -102,6 +121,41 @@ class InProcessGateway:
             raise RuntimeError("gRPC endpoint off (grpc_port=None)")
         return self.endpoints.grpc_addr
 
+    @property
+    def control_addr(self) -> str:
+        """``"127.0.0.1:<port>"`` of the HTTP control endpoint; raises ``RuntimeError`` before
+        :meth:`start` or when it is off (``control_port=None``)."""
+        if self.endpoints is None:
+            raise RuntimeError("gateway not started")
+        if self.endpoints.control_addr is None:
+            raise RuntimeError("control endpoint off (control_port=None)")
+        return self.endpoints.control_addr
+
+    def stored_messages(
+        self, topic: str, *, wait_for: int = 0, timeout_s: float = 10.0, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        """The messages of ``topic`` the broker stored (store order, at most ``limit``), as the
+        control endpoint shows them (:func:`gateway.control.messages.message_json`), once there
+        are at least ``wait_for``. Read in the servers' thread through the store's reader: no
+        consumer offset moves. Raises ``TimeoutError`` when ``wait_for`` are not there within
+        ``timeout_s``, ``RuntimeError`` when the gateway is not running."""
+        from gateway.control.messages import stored_messages
+
+        gateway, token = self._gateway, self._token
+        if gateway is None or token is None or gateway.broker is None:
+            raise RuntimeError("gateway not started")
+        store = gateway.broker.broker.store
+        deadline = time.monotonic() + timeout_s
+        while True:
+            messages = trio.from_thread.run_sync(stored_messages, store, topic, limit, trio_token=token)
+            if len(messages) >= wait_for:
+                return messages
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"{len(messages)} of {wait_for} messages of {topic} stored after {timeout_s:g} s"
+                )
+            time.sleep(POLL_INTERVAL_S)
+
     def start(self, timeout: float = READY_TIMEOUT_S) -> Self:
         """Start the servers and return once both accept connections and the broker registered
         (a :mod:`gateway.testing.probe` round trip, as a client would see it).
@@ -119,6 +173,8 @@ class InProcessGateway:
             broker_port=self.broker_port,
             properties=self.properties,
             grpc_port=self.grpc_port,
+            faults=self.faults,
+            control_port=self.control_port,
         )
         self._thread = threading.Thread(target=self._run, name="rmq-gateway", daemon=True)
         self._thread.start()

@@ -21,7 +21,12 @@ writes nothing under ``HOME``. The container fixture needs Docker and the image
 (``scripts/setup-docker.sh`` builds ``rmq-gateway:local``; ``--rmq-gateway-image`` or
 ``RMQ_GATEWAY_IMAGE`` choose another) and uses host networking; a missing engine or image is an
 error, not a skip. ``rmq_gateway`` / ``rmq_container`` give the objects themselves (addresses of
-both servers, start-up time).
+both servers, start-up time). ``rmq_faults`` gives the in-process gateway's fault rules
+(:class:`gateway.transport.faults.FaultTable`: ``add``, ``remove``, ``clear``, ``list``) and clears
+them after the test, so one test's faults never reach the next::
+
+    def test_retry_on_busy(rmq_namesrv: str, rmq_faults: FaultTable) -> None:
+        rmq_faults.add(request="SEND_MESSAGE_V2", respond=2, times=2)   # SYSTEM_BUSY twice
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from gateway.testing.inprocess import InProcessGateway
 
 if TYPE_CHECKING:
     from gateway.testing.container import RocketMQGatewayContainer
+    from gateway.transport.faults import FaultTable
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -63,6 +69,15 @@ def rmq_gateway() -> Iterator[InProcessGateway]:
 def rmq_namesrv(rmq_gateway: InProcessGateway) -> str:
     """The in-process gateway's NameServer address."""
     return rmq_gateway.namesrv_addr
+
+
+@pytest.fixture
+def rmq_faults(rmq_gateway: InProcessGateway) -> Iterator[FaultTable]:
+    """The in-process gateway's fault rules, cleared after the test."""
+    try:
+        yield rmq_gateway.faults
+    finally:
+        rmq_gateway.faults.clear()
 
 
 @pytest.fixture(scope="session")

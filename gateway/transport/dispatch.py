@@ -26,6 +26,10 @@ under ``SYNC_FLUSH``) and the response otherwise.
 connection answers what completes there inline, in its reader, and starts a task only for what
 must wait (a task per request costs more than most handlers). :meth:`Dispatcher.dispatch`
 is the same, awaited to the end. ``observers`` are told of every answered request with its time.
+
+``faults`` (a :class:`gateway.transport.faults.FaultPoint`, given by the composition) makes a
+matching request get an injected answer, a late one, none, or a closed connection instead of its
+handler's; see :mod:`gateway.transport.faults`. Without rules a request pays one attribute check.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from codec.codes import ResponseCode, request_code_name
 from codec.command import RemotingCommand
 from codec.errors import RocketMQError
 from codec.headers.base import CustomHeader
+from gateway.transport.faults import Fault, FaultPoint
 
 logger = logging.getLogger(__name__)
 
@@ -120,9 +125,12 @@ class RequestContext:
 class Dispatcher:
     """Maps request codes to handlers; see the module docstring for the error rules."""
 
-    def __init__(self, name: str = "dispatcher", guard: Guard | None = None) -> None:
+    def __init__(
+        self, name: str = "dispatcher", guard: Guard | None = None, faults: FaultPoint | None = None
+    ) -> None:
         self.name = name
         self.guard = guard
+        self.faults = faults
         self._routes: dict[int, tuple[Handler, type[CustomHeader] | None, bool]] = {}
         self.requests = 0
         self.errors = 0
@@ -164,6 +172,54 @@ class Dispatcher:
             if self.guard is not None:
                 self.guard(ctx, request)
             header = header_type.from_ext_fields(request.ext_fields) if header_type else None
+            if self.faults is not None and self.faults.rules:
+                fault = self.faults.match(request.code, header, ctx.connection)
+                if fault is not None:
+                    return self._inject(ctx, request, header, fault, start)
+            result = handler(ctx, request, header)
+        except Exception as err:
+            return self._done(ctx, request, self._error_response(ctx, request, err), start)
+        if not is_async and (result is None or isinstance(result, RemotingCommand)):
+            return self._done(ctx, request, result, start)
+        return self._finish(ctx, request, typing.cast(Awaitable[HandlerResult], result), start)
+
+    def _inject(
+        self, ctx: RequestContext, request: RemotingCommand, header: Any, fault: Fault, start: float
+    ) -> HandlerResult | Waiting:
+        """What a fired fault makes of ``request``: at once, or after its delay."""
+        if fault.rule.delay_ms and self.faults is not None and self.faults.sleep is not None:
+            return self._delayed(ctx, request, header, fault, self.faults.sleep, start)
+        return self._injected(ctx, request, header, fault, start)
+
+    async def _delayed(
+        self,
+        ctx: RequestContext,
+        request: RemotingCommand,
+        header: Any,
+        fault: Fault,
+        sleep: Callable[[float], Awaitable[None]],
+        start: float,
+    ) -> HandlerResult:
+        await sleep(fault.delay_s)
+        outcome = self._injected(ctx, request, header, fault, start)
+        if outcome is None or isinstance(outcome, RemotingCommand):
+            return outcome
+        return await outcome
+
+    def _injected(
+        self, ctx: RequestContext, request: RemotingCommand, header: Any, fault: Fault, start: float
+    ) -> HandlerResult | Waiting:
+        """The fault's answer (``respond``), none (``drop``), a closed connection (``close``), or,
+        for a delay alone, the handler's own."""
+        rule = fault.rule
+        if rule.respond is not None:
+            return self._done(ctx, request, request.make_response(rule.respond, fault.remark), start)
+        if rule.close or rule.drop:
+            if rule.close and ctx.connection.peer is not None:
+                ctx.connection.peer.close()
+            return self._done(ctx, request, None, start)
+        handler, _header_type, is_async = self._routes[request.code]
+        try:
             result = handler(ctx, request, header)
         except Exception as err:
             return self._done(ctx, request, self._error_response(ctx, request, err), start)

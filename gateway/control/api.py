@@ -1,0 +1,113 @@
+"""The control endpoint's routes, Trio-free: a request (method, target, body) in, a status and a
+JSON value out. :mod:`gateway.control.server` speaks HTTP around it.
+
+=========================================  ==================================================
+``GET /health``                            200 ``{"status": "ok"}``
+``GET /faults``                            200: every rule with ``id``, ``fired``, ``active``
+``POST /faults`` (a rule as JSON)          201: the rule with its ``id``; 400 for a bad one
+``GET /faults/{id}``                       200, or 404
+``DELETE /faults/{id}``                    204, or 404
+``DELETE /faults``                         200 ``{"removed": n}``
+``GET /topics/{topic}/messages?limit=N``   200: the topic's stored messages (store order)
+=========================================  ==================================================
+
+Errors are ``{"error": "..."}`` with a 4xx status: 400 for a body that is not a JSON object or
+a rule that cannot be built (the message names the field), 404 for an unknown path, id, or no
+broker in this process, 405 for a method a path does not take.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from gateway.control.messages import DEFAULT_LIMIT, MAX_LIMIT, stored_messages
+from gateway.transport.faults import FaultRuleError, FaultTable
+from store.message_reader import MessageReader
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A status and the JSON value of the body (None: no body, as for 204)."""
+
+    status: int
+    body: Any = None
+
+
+def _error(status: int, message: str) -> Reply:
+    return Reply(status, {"error": message})
+
+
+class ControlApi:
+    """The routes of the module docstring over a fault table and, when this process runs a
+    broker, its store (``store_of`` returns None otherwise)."""
+
+    def __init__(self, faults: FaultTable, store_of: Callable[[], MessageReader | None]) -> None:
+        self.faults = faults
+        self.store_of = store_of
+
+    def handle(self, method: str, target: str, body: bytes) -> Reply:
+        """The reply to one request; never raises for what a client sent."""
+        url = urlsplit(target)
+        parts = [unquote(p) for p in url.path.split("/") if p]
+        query = parse_qs(url.query)
+        if parts == ["health"]:
+            return Reply(200, {"status": "ok"}) if method in ("GET", "HEAD") else _not_allowed(method, "GET")
+        if parts == ["faults"]:
+            return self._faults(method, body)
+        if len(parts) == 2 and parts[0] == "faults":
+            return self._fault(method, parts[1])
+        if len(parts) == 3 and parts[0] == "topics" and parts[2] == "messages":
+            if method != "GET":
+                return _not_allowed(method, "GET")
+            return self._messages(parts[1], query)
+        return _error(404, f"no such path: {url.path} (see GET /health, /faults, /topics/{{topic}}/messages)")
+
+    def _faults(self, method: str, body: bytes) -> Reply:
+        if method == "GET":
+            return Reply(200, self.faults.list())
+        if method == "DELETE":
+            return Reply(200, {"removed": self.faults.clear()})
+        if method != "POST":
+            return _not_allowed(method, "GET, POST, DELETE")
+        try:
+            spec = json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            return _error(400, f"body is not JSON: {err}")
+        if not isinstance(spec, dict):
+            return _error(400, "body must be a JSON object (a fault rule)")
+        try:
+            fault_id = self.faults.add(spec)
+        except FaultRuleError as err:
+            return _error(400, str(err))
+        return Reply(201, self.faults.get(fault_id))
+
+    def _fault(self, method: str, text: str) -> Reply:
+        if not text.isdigit():
+            return _error(404, f"no fault {text!r}: ids are numbers")
+        fault_id = int(text)
+        if method == "GET":
+            found = self.faults.get(fault_id)
+            return Reply(200, found) if found is not None else _error(404, f"no fault {fault_id}")
+        if method == "DELETE":
+            return Reply(204) if self.faults.remove(fault_id) else _error(404, f"no fault {fault_id}")
+        return _not_allowed(method, "GET, DELETE")
+
+    def _messages(self, topic: str, query: dict[str, list[str]]) -> Reply:
+        store = self.store_of()
+        if store is None:
+            return _error(404, "no broker in this process")
+        limit = DEFAULT_LIMIT
+        if "limit" in query:
+            text = query["limit"][-1]
+            if not text.isdigit() or not 0 < int(text) <= MAX_LIMIT:
+                return _error(400, f"limit: {text!r} is not a number in 1..{MAX_LIMIT}")
+            limit = int(text)
+        return Reply(200, stored_messages(store, topic, limit))
+
+
+def _not_allowed(method: str, allowed: str) -> Reply:
+    return _error(405, f"method {method} not allowed here (allowed: {allowed})")

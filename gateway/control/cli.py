@@ -1,0 +1,99 @@
+"""``rmq-gateway fault``: the fault rules of a running gateway, over its control endpoint.
+
+::
+
+    rmq-gateway fault add --control 127.0.0.1:9080 --request SEND_MESSAGE_V2 --respond 2 --times 2
+    rmq-gateway fault add --control 127.0.0.1:9080 --request PULL_MESSAGE --delay-ms 3000
+    rmq-gateway fault list --control 127.0.0.1:9080       # one JSON object a line
+    rmq-gateway fault remove --control 127.0.0.1:9080 3
+    rmq-gateway fault clear --control 127.0.0.1:9080
+
+The gateway must run with ``--control-port``. A refused rule or an unreachable endpoint ends
+with one line on stderr and exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from gateway.control.client import ControlClient, ControlError
+from gateway.transport.faults import TARGETS
+
+
+def add_parser(sub: Any) -> None:
+    """Add ``fault`` and its commands to the subparsers ``sub`` of ``rmq-gateway``."""
+    fault = sub.add_parser(
+        "fault", help="add, list, remove fault rules of a running gateway (--control-port)"
+    )
+    commands = fault.add_subparsers(dest="fault_command", required=True, metavar="FAULT_COMMAND")
+
+    def control(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--control", required=True, metavar="HOST:PORT", help="the gateway's control endpoint")
+
+    p = commands.add_parser("add", help="add a rule; prints it with its id")
+    control(p)
+    p.add_argument("--request", required=True, help="RequestCode name (SEND_MESSAGE_V2) or number")
+    p.add_argument("--target", choices=TARGETS, default="broker", help="the server it applies to (broker)")
+    p.add_argument("--topic", help="only requests for this topic")
+    p.add_argument("--group", help="only requests of this consumer or producer group")
+    p.add_argument(
+        "--respond", type=int, metavar="CODE", help="answer with this response code (2: SYSTEM_BUSY)"
+    )
+    p.add_argument("--remark", help="the answer's remark (default for 2: the broker's busy text)")
+    p.add_argument("--delay-ms", type=int, help="answer this much later")
+    p.add_argument("--close", action="store_true", help="close the connection")
+    p.add_argument("--drop", action="store_true", help="never answer")
+    p.add_argument("--times", type=int, help="fire this many times, then stop")
+    p.add_argument("--duration-ms", type=int, help="fire for this long after being added")
+    p.add_argument("--probability", type=float, help="fire with this probability (0..1)")
+    p = commands.add_parser("list", help="print every rule, one JSON object a line")
+    control(p)
+    p = commands.add_parser("remove", help="remove one rule")
+    control(p)
+    p.add_argument("id", type=int)
+    p = commands.add_parser("clear", help="remove every rule")
+    control(p)
+
+
+def rule_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The JSON form of the rule ``fault add`` was given."""
+    rule: dict[str, Any] = {"request": args.request, "target": args.target}
+    for key in ("topic", "group", "respond", "remark", "delay_ms", "times", "duration_ms", "probability"):
+        if getattr(args, key) is not None:
+            rule[key] = getattr(args, key)
+    for key in ("close", "drop"):
+        if getattr(args, key):
+            rule[key] = True
+    return rule
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run one ``fault`` command; the exit status."""
+    try:
+        client = ControlClient(args.control)
+    except ValueError as err:
+        print(f"rmq-gateway fault: --control {args.control!r}: {err}", file=sys.stderr)
+        return 2
+    try:
+        if args.fault_command == "add":
+            fault_id = client.add_fault(rule_of(args))
+            print(json.dumps({"id": fault_id, **rule_of(args)}))
+        elif args.fault_command == "list":
+            for fault in client.faults():
+                print(json.dumps(fault))
+        elif args.fault_command == "remove":
+            if not client.remove_fault(args.id):
+                print(f"rmq-gateway fault: no fault {args.id}", file=sys.stderr)
+                return 1
+        else:
+            print(f"removed {client.clear_faults()}")
+    except ControlError as err:
+        print(f"rmq-gateway fault: {err.message}", file=sys.stderr)
+        return 1
+    except OSError as err:
+        print(f"rmq-gateway fault: cannot reach the control endpoint {args.control}: {err}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,122 @@
+"""A client of the control endpoint (:mod:`gateway.control.api`) for another process: the
+container fixture and ``rmq-gateway fault``. Standard library only (``http.client``).
+
+::
+
+    control = ControlClient("127.0.0.1:9080")
+    fault_id = control.add_fault(request="SEND_MESSAGE_V2", respond=2, times=2)
+    control.faults()                       # [{"id": 1, ..., "fired": 0, "active": True}]
+    control.stored_messages("T", wait_for=3, timeout_s=10)
+"""
+
+from __future__ import annotations
+
+import builtins
+import http.client
+import json
+import time
+from typing import Any
+from urllib.parse import quote
+
+from gateway.transport.address import split_address
+
+DEFAULT_TIMEOUT_S = 10.0
+POLL_INTERVAL_S = 0.05
+
+
+class ControlError(RuntimeError):
+    """The endpoint refused a request (``status``, and its ``{"error": ...}`` message)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"control endpoint answered {status}: {message}")
+        self.status = status
+        self.message = message
+
+
+class ControlClient:
+    """Calls the control endpoint at ``address`` (``host:port``)."""
+
+    def __init__(self, address: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.host, self.port = split_address(address)
+        self.timeout_s = timeout_s
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        """``(status, JSON value or None)``; raises OSError when the endpoint cannot be reached."""
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
+        try:
+            headers = {"Content-Type": "application/json"} if data is not None else {}
+            conn.request(method, path, body=data, headers=headers)
+            response = conn.getresponse()
+            raw = response.read()
+        finally:
+            conn.close()
+        return response.status, json.loads(raw) if raw else None
+
+    def _call(self, method: str, path: str, body: Any = None, ok: tuple[int, ...] = (200,)) -> Any:
+        status, value = self.request(method, path, body)
+        if status not in ok:
+            message = value.get("error", value) if isinstance(value, dict) else value
+            raise ControlError(status, str(message))
+        return value
+
+    def add_fault(self, rule: dict[str, Any] | None = None, **spec: Any) -> int:
+        """Add a rule (its JSON form, or that form as keywords) and return its id; raises
+        :class:`ControlError` (400) for a malformed one."""
+        created = self._call("POST", "/faults", {**(rule or {}), **spec}, ok=(201,))
+        return int(created["id"])
+
+    def faults(self) -> list[dict[str, Any]]:
+        """Every rule with ``id``, ``fired`` and ``active``."""
+        return list(self._call("GET", "/faults"))
+
+    def remove_fault(self, fault_id: int) -> bool:
+        """Remove one rule; False when there was none of that id."""
+        status, _ = self.request("DELETE", f"/faults/{fault_id}")
+        return status == 204
+
+    def clear_faults(self) -> int:
+        """Remove every rule; returns how many there were."""
+        return int(self._call("DELETE", "/faults")["removed"])
+
+    def stored_messages(
+        self, topic: str, *, wait_for: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The stored messages of ``topic``, once there are at least ``wait_for`` of them; raises
+        ``TimeoutError`` (with how many there were) when that takes over ``timeout_s``."""
+        path = f"/topics/{quote(topic, safe='')}/messages"
+        if limit is not None:
+            path += f"?limit={limit}"
+        deadline = time.monotonic() + timeout_s
+        while True:
+            messages = list(self._call("GET", path))
+            if len(messages) >= wait_for:
+                return messages
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"{len(messages)} of {wait_for} messages of {topic} stored after {timeout_s:g} s"
+                )
+            time.sleep(POLL_INTERVAL_S)
+
+    def health(self) -> bool:
+        return self.request("GET", "/health")[0] == 200
+
+
+class RemoteFaults:
+    """The fault rules of a gateway in another process, with the methods of
+    :class:`gateway.transport.faults.FaultTable` (``add``, ``remove``, ``clear``, ``list``)."""
+
+    def __init__(self, client: ControlClient) -> None:
+        self.client = client
+
+    def add(self, rule: dict[str, Any] | None = None, **spec: Any) -> int:
+        return self.client.add_fault(rule, **spec)
+
+    def remove(self, fault_id: int) -> bool:
+        return self.client.remove_fault(fault_id)
+
+    def clear(self) -> int:
+        return self.client.clear_faults()
+
+    def list(self) -> builtins.list[dict[str, Any]]:
+        return self.client.faults()
