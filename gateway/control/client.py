@@ -15,13 +15,31 @@ import builtins
 import http.client
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
 from gateway.transport.address import split_address
 
 DEFAULT_TIMEOUT_S = 10.0
-POLL_INTERVAL_S = 0.05
+POLL_INTERVAL_S = 0.05  # how often a waiting reader looks again
+
+
+def wait_for_messages(
+    read: Callable[[], list[dict[str, Any]]], topic: str, wait_for: int, timeout_s: float
+) -> list[dict[str, Any]]:
+    """``read()`` again until it returns at least ``wait_for`` messages of ``topic``; raises
+    ``TimeoutError`` (with how many there were) when that takes over ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        messages = read()
+        if len(messages) >= wait_for:
+            return messages
+        if time.monotonic() >= deadline:
+            raise TimeoutError(
+                f"{len(messages)} of {wait_for} messages of {topic} stored after {timeout_s:g} s"
+            )
+        time.sleep(POLL_INTERVAL_S)
 
 
 class ControlError(RuntimeError):
@@ -87,16 +105,7 @@ class ControlClient:
         path = f"/topics/{quote(topic, safe='')}/messages"
         if limit is not None:
             path += f"?limit={limit}"
-        deadline = time.monotonic() + timeout_s
-        while True:
-            messages = list(self._call("GET", path))
-            if len(messages) >= wait_for:
-                return messages
-            if time.monotonic() >= deadline:
-                raise TimeoutError(
-                    f"{len(messages)} of {wait_for} messages of {topic} stored after {timeout_s:g} s"
-                )
-            time.sleep(POLL_INTERVAL_S)
+        return wait_for_messages(lambda: list(self._call("GET", path)), topic, wait_for, timeout_s)
 
     def health(self) -> bool:
         return self.request("GET", "/health")[0] == 200

@@ -56,7 +56,6 @@ logger = logging.getLogger(__name__)
 
 READY_TIMEOUT_S = 30.0  # bind + register; ~0.2 s normally
 STOP_TIMEOUT_S = 20.0  # graceful stop: in-flight requests, unregistration, flush
-POLL_INTERVAL_S = 0.02  # stored_messages(wait_for=...) looks again this often
 
 
 class InProcessGateway:
@@ -139,22 +138,19 @@ class InProcessGateway:
         are at least ``wait_for``. Read in the servers' thread through the store's reader: no
         consumer offset moves. Raises ``TimeoutError`` when ``wait_for`` are not there within
         ``timeout_s``, ``RuntimeError`` when the gateway is not running."""
+        from gateway.control.client import wait_for_messages
         from gateway.control.messages import stored_messages
 
         gateway, token = self._gateway, self._token
         if gateway is None or token is None or gateway.broker is None:
             raise RuntimeError("gateway not started")
         store = gateway.broker.broker.store
-        deadline = time.monotonic() + timeout_s
-        while True:
-            messages = trio.from_thread.run_sync(stored_messages, store, topic, limit, trio_token=token)
-            if len(messages) >= wait_for:
-                return messages
-            if time.monotonic() >= deadline:
-                raise TimeoutError(
-                    f"{len(messages)} of {wait_for} messages of {topic} stored after {timeout_s:g} s"
-                )
-            time.sleep(POLL_INTERVAL_S)
+        return wait_for_messages(
+            lambda: trio.from_thread.run_sync(stored_messages, store, topic, limit, trio_token=token),
+            topic,
+            wait_for,
+            timeout_s,
+        )
 
     def start(self, timeout: float = READY_TIMEOUT_S) -> Self:
         """Start the servers and return once both accept connections and the broker registered

@@ -176,6 +176,21 @@ class Dispatcher:
                 fault = self.faults.match(request.code, header, ctx.connection)
                 if fault is not None:
                     return self._inject(ctx, request, header, fault, start)
+        except Exception as err:
+            return self._done(ctx, request, self._error_response(ctx, request, err), start)
+        return self._call(ctx, request, header, handler, is_async, start)
+
+    def _call(
+        self,
+        ctx: RequestContext,
+        request: RemotingCommand,
+        header: Any,
+        handler: Handler,
+        is_async: bool,
+        start: float,
+    ) -> HandlerResult | Waiting:
+        """The handler's answer: done here when it needs no waiting, else the awaitable of it."""
+        try:
             result = handler(ctx, request, header)
         except Exception as err:
             return self._done(ctx, request, self._error_response(ctx, request, err), start)
@@ -219,13 +234,7 @@ class Dispatcher:
                 ctx.connection.peer.close()
             return self._done(ctx, request, None, start)
         handler, _header_type, is_async = self._routes[request.code]
-        try:
-            result = handler(ctx, request, header)
-        except Exception as err:
-            return self._done(ctx, request, self._error_response(ctx, request, err), start)
-        if not is_async and (result is None or isinstance(result, RemotingCommand)):
-            return self._done(ctx, request, result, start)
-        return self._finish(ctx, request, typing.cast(Awaitable[HandlerResult], result), start)
+        return self._call(ctx, request, header, handler, is_async, start)
 
     def guard_refusal(self, ctx: RequestContext, request: RemotingCommand) -> RemotingCommand | None:
         """The guard's refusal of ``request``, or ``None`` when it passes (or there is no guard)."""
