@@ -25,6 +25,7 @@ TOPICS = {
     "GrpcChecksFifo": "+message.type=FIFO",
     "GrpcChecksDelay": "+message.type=DELAY",
     "GrpcChecksPoll": "",
+    "GrpcChecksWake": "",
 }
 GROUP = "GrpcChecksGroup"
 _ID = "[request-id=_, response-code="
@@ -68,7 +69,8 @@ def test_java_client_meets_the_proxys_checks(grpc_target: GrpcTarget) -> None:
     """Each send and receive past a limit refused with the same exception and text on both, the
     ones at the limit accepted; an empty receive answers after the awaited 10 s and 20 s (±1 s,
     from the receive call's start) and a send during a receive ends it within 1 s of the send's
-    acknowledgement."""
+    acknowledgement. The three receives wait side by side while the checked sends are made, so
+    the run takes about 20 s."""
     for topic, attributes in TOPICS.items():
         create_topic(grpc_target, topic, attributes)
     lines = run_java(grpc_target, "rmqgrpc.Checks", *TOPICS, GROUP)

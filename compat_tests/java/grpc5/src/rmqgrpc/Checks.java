@@ -29,9 +29,10 @@ import org.apache.rocketmq.client.apis.producer.Producer;
  *   DONE
  * </pre>
  *
- * Usage: Checks ENDPOINT NORMAL_TOPIC FIFO_TOPIC DELAY_TOPIC POLL_TOPIC GROUP. The sends go to the
- * first three topics; the receives (long polling of 10 s and 20 s on the empty POLL_TOPIC, then one
- * woken by a send) to the fourth with GROUP.
+ * Usage: Checks ENDPOINT NORMAL_TOPIC FIFO_TOPIC DELAY_TOPIC POLL_TOPIC WAKE_TOPIC GROUP. The
+ * checked sends go to the first three topics while three receives wait: two awaiting 10 s and 20 s
+ * on the empty POLL_TOPIC with GROUP, one on the empty WAKE_TOPIC (group GROUP + "Wake") which a
+ * send to that topic ends 3 s after its start. Each receive is timed in its own thread.
  */
 public final class Checks {
     private static final ClientServiceProvider PROVIDER = ClientServiceProvider.loadService();
@@ -47,7 +48,8 @@ public final class Checks {
         String fifo = args[2];
         String delay = args[3];
         String poll = args[4];
-        String group = args[5];
+        String wake = args[5];
+        String group = args[6];
         ClientConfiguration configuration = Credentials.apply(ClientConfiguration.newBuilder())
             .setEndpoints(endpoint)
             .enableSsl(false)
@@ -55,11 +57,10 @@ public final class Checks {
             .build();
         try (Producer producer = PROVIDER.newProducerBuilder()
             .setClientConfiguration(configuration)
-            .setTopics(normal, fifo, delay, poll)
+            .setTopics(normal, fifo, delay, wake)
             .setMaxAttempts(1)
             .build()) {
-            sends(producer, normal, fifo, delay);
-            receives(configuration, producer, poll, group);
+            receives(configuration, producer, normal, fifo, delay, poll, wake, group);
         } catch (Exception e) {
             System.out.println("FAILED " + Failures.describe(e));
         }
@@ -138,32 +139,53 @@ public final class Checks {
             .build();
     }
 
-    private static void receives(ClientConfiguration configuration, Producer producer, String topic, String group)
-        throws Exception {
-        try (SimpleConsumer consumer = consumer(configuration, topic, group, 10)) {
-            check("invisible_9s", () -> consumer.receive(1, Duration.ofSeconds(9)));
-            check("invisible_13h", () -> consumer.receive(1, Duration.ofHours(13)));
-            long start = System.nanoTime();
-            List<MessageView> none = consumer.receive(16, Duration.ofSeconds(15));
-            System.out.println("POLL 10 " + (System.nanoTime() - start) / 1000000 + " " + none.size());
-        }
-        try (SimpleConsumer consumer = consumer(configuration, topic, group, 20)) {
-            long start = System.nanoTime();
-            List<MessageView> none = consumer.receive(16, Duration.ofSeconds(15));
-            System.out.println("POLL 20 " + (System.nanoTime() - start) / 1000000 + " " + none.size());
-            ExecutorService waiter = Executors.newSingleThreadExecutor();
-            Future<List<MessageView>> woken = waiter.submit(() -> consumer.receive(16, Duration.ofSeconds(15)));
-            Thread.sleep(3000);
-            producer.send(message(topic).setKeys("wake").build());
+    /** A receive of at most 16 messages in the background; its start and end in {@code times}. */
+    private static Future<List<MessageView>> receive(ExecutorService pool, SimpleConsumer consumer, long[] times) {
+        return pool.submit(() -> {
+            times[0] = System.nanoTime();
+            try {
+                return consumer.receive(16, Duration.ofSeconds(15));
+            } finally {
+                times[1] = System.nanoTime();
+            }
+        });
+    }
+
+    private static void receives(ClientConfiguration configuration, Producer producer, String normal, String fifo,
+        String delay, String poll, String wakeTopic, String group) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(3);
+        try (SimpleConsumer await10 = consumer(configuration, poll, group, 10);
+             SimpleConsumer await20 = consumer(configuration, poll, group, 20);
+             SimpleConsumer woken = consumer(configuration, wakeTopic, group + "Wake", 20)) {
+            check("invisible_9s", () -> await10.receive(1, Duration.ofSeconds(9)));
+            check("invisible_13h", () -> await10.receive(1, Duration.ofHours(13)));
+            long[] times10 = new long[2];
+            long[] times20 = new long[2];
+            long[] timesWake = new long[2];
+            long started = System.nanoTime();
+            Future<List<MessageView>> poll10 = receive(pool, await10, times10);
+            Future<List<MessageView>> poll20 = receive(pool, await20, times20);
+            Future<List<MessageView>> wake = receive(pool, woken, timesWake);
+            sends(producer, normal, fifo, delay);  // while the receives wait
+            long sleep = 3000 - (System.nanoTime() - started) / 1000000;
+            if (sleep > 0) {
+                Thread.sleep(sleep);
+            }
+            producer.send(message(wakeTopic).setKeys("wake").build());
             long sent = System.nanoTime();
-            List<MessageView> views = woken.get();
-            System.out.println("WAKE " + (System.nanoTime() - sent) / 1000000 + " " + views.size());
-            waiter.shutdown();
+            List<MessageView> views = wake.get();
+            System.out.println("WAKE " + (timesWake[1] - sent) / 1000000 + " " + views.size());
             if (!views.isEmpty()) {
                 MessageView view = views.get(0);
-                check("change_invisible_20s", () -> consumer.changeInvisibleDuration(view, Duration.ofSeconds(20)));
-                check("change_invisible_13h", () -> consumer.changeInvisibleDuration(view, Duration.ofHours(13)));
+                check("change_invisible_20s", () -> woken.changeInvisibleDuration(view, Duration.ofSeconds(20)));
+                check("change_invisible_13h", () -> woken.changeInvisibleDuration(view, Duration.ofHours(13)));
             }
+            int count10 = poll10.get().size();
+            int count20 = poll20.get().size();
+            System.out.println("POLL 10 " + (times10[1] - times10[0]) / 1000000 + " " + count10);
+            System.out.println("POLL 20 " + (times20[1] - times20[0]) / 1000000 + " " + count20);
+        } finally {
+            pool.shutdown();
         }
     }
 }
