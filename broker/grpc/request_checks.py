@@ -46,7 +46,6 @@ class RequestChecks:
             ),
             pb.EndTransactionRequest: lambda _ctx, r: v.validate_end_transaction(r, system),
             pb.HeartbeatRequest: self._heartbeat,
-            pb.NotifyClientTerminationRequest: self._heartbeat,
             pb.TelemetryCommand: self._telemetry,
         }
 
@@ -55,9 +54,7 @@ class RequestChecks:
         if check is not None:
             check(ctx, request)
 
-    def _heartbeat(
-        self, ctx: ClientContext, request: pb.HeartbeatRequest | pb.NotifyClientTerminationRequest
-    ) -> None:
+    def _heartbeat(self, ctx: ClientContext, request: pb.HeartbeatRequest) -> None:
         settings = self.settings_of(ctx.client_id) if ctx.client_id else None
         if settings is not None:
             v.validate_heartbeat(request, settings.client_type)

@@ -203,11 +203,8 @@ def validate_end_transaction(request: pb.EndTransactionRequest, is_system: Syste
         raise StatusError(pb.INVALID_TRANSACTION_ID, "transaction id cannot be empty")
 
 
-def validate_heartbeat(
-    request: pb.HeartbeatRequest | pb.NotifyClientTerminationRequest, client_type: int
-) -> None:
-    """``ClientActivity.heartbeat`` and ``notifyClientTermination``: a consumer names a valid
-    group."""
+def validate_heartbeat(request: pb.HeartbeatRequest, client_type: int) -> None:
+    """``ClientActivity.heartbeat``: a consumer's heartbeat names a valid group."""
     if client_type in (pb.PUSH_CONSUMER, pb.SIMPLE_CONSUMER):
         validate_consumer_group(request.group)
 
