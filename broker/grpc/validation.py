@@ -6,13 +6,10 @@ org.apache.rocketmq.proxy.grpc.v2.producer.SendMessageActivity (keys, message gr
 properties, delivery times, orphaned transaction recovery), the long-polling time of
 org.apache.rocketmq.proxy.grpc.v2.consumer.ReceiveMessageActivity and the settings checks of
 org.apache.rocketmq.proxy.grpc.v2.client.ClientActivity, with the limits of ProxyConfig
-(:class:`GrpcServerConfig`). Each function takes the request and raises :class:`StatusError` with
-the Proxy's code and text, so an activity calls one of them first.
-
-Where the Proxy has no check and fails inside (a timestamp or duration out of protobuf's range
-makes ``Timestamps.toMillis`` throw, answered INTERNAL_SERVER_ERROR), these refuse the value with
-the code of the field instead; the Proxy's own omissions (an invalid born timestamp is dropped)
-are kept.
+(:class:`GrpcServerConfig`). Each raises :class:`StatusError` with the Proxy's code and text.
+Where the Proxy has no check and fails inside (a timestamp or duration out of protobuf's range:
+INTERNAL_SERVER_ERROR), these refuse the value with the field's code; an invalid born timestamp is
+dropped, as there.
 """
 
 from __future__ import annotations
@@ -44,10 +41,6 @@ TIMESTAMP_SECONDS_MIN = -62_135_596_800  # 0001-01-01T00:00:00Z
 TIMESTAMP_SECONDS_MAX = 253_402_300_799  # 9999-12-31T23:59:59Z
 DURATION_SECONDS_MAX = 315_576_000_000  # 10 000 years
 _POLLING_CODE_SINCE = "5.0.3"  # clients older than this get BAD_REQUEST for a short deadline
-
-
-class Named(Protocol):
-    name: str
 
 
 class TopicAndGroup(Protocol):
@@ -117,7 +110,7 @@ def _illegal_name(name: str) -> bool:
     return any(ch not in _NAME_CHARS for ch in name)
 
 
-def validate_topic(topic: Named, is_system: SystemTopic) -> str:
+def validate_topic(topic: pb.Resource, is_system: SystemTopic) -> str:
     """``GrpcValidator.validateTopic`` (``Validators.checkTopic``, then system topics)."""
     name = topic.name
     if is_blank(name):
@@ -136,7 +129,7 @@ def validate_topic(topic: Named, is_system: SystemTopic) -> str:
     return name
 
 
-def validate_consumer_group(group: Named) -> str:
+def validate_consumer_group(group: pb.Resource) -> str:
     """``GrpcValidator.validateConsumerGroup`` (``Validators.checkGroup``, then system groups)."""
     name = group.name
     if is_blank(name):
