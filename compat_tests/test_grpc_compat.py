@@ -509,3 +509,12 @@ def test_several_messages_in_one_send_are_one_batch(grpc_target: GrpcTarget) -> 
     assert len({r.queue_id for r in records}) == 1
     assert [r.queue_offset for r in records] == [entry.offset, entry.offset + 1, entry.offset + 2]
     assert [(p["UNIQ_KEY"], p["TAGS"], p["KEYS"]) for p in props] == [("BATCH0000", "tag0", "key0")] * 3
+
+
+# The request checks run on this module's endpoints (no targets of their own to start).
+from compat_tests.grpc_checks import (  # noqa: E402
+    test_java_client_meets_the_proxys_checks,
+    test_raw_requests_meet_the_proxys_checks,
+)
+
+__all__ = ["test_java_client_meets_the_proxys_checks", "test_raw_requests_meet_the_proxys_checks"]

@@ -218,7 +218,9 @@ async def start_grpc(
 
 def grpc_config_of(props: Mapping[str, str], host: str, port: int | None) -> GrpcServerConfig:
     """The endpoint's settings from the Proxy's keys in ``props`` (``grpcServerPort``,
-    ``grpcMaxInboundMessageSize``, ``tlsTestModeEnable``, ``tlsCertPath``, ``tlsKeyPath``);
+    ``grpcMaxInboundMessageSize``, ``tlsTestModeEnable``, ``tlsCertPath``, ``tlsKeyPath``, the
+    request checks' limits such as ``maxUserPropertySize`` or ``maxDelayTimeMills``: every field of
+    GrpcServerConfig under its ProxyConfig name);
     ``port`` (a flag) overrides ``grpcServerPort``. Raises ValueError for a malformed value."""
     config = GrpcServerConfig(host=host)
     for field in dataclasses.fields(GrpcServerConfig):

@@ -30,6 +30,7 @@ from broker.grpc.convert import to_message
 from broker.grpc.renewal import HandleTable, ReceiptHandle, TrackedHandle
 from broker.grpc.renewer import Renewer
 from broker.grpc.route import check_topic
+from broker.grpc.validation import validate_receive
 from broker.pop.pop_filter import pop_message_filter
 from broker.pop.processor import PopProcessor
 from broker.processors.send_back import SendMessageBackProcessor
@@ -61,20 +62,8 @@ from gateway.transport.grpc.status import GrpcError, StatusCode
 
 logger = logging.getLogger(__name__)
 
-# ProxyConfig defaults.
-MIN_LONG_POLLING_MS = 5_000
-MAX_LONG_POLLING_MS = 20_000
-MIN_INVISIBLE_MS_FOR_RECV = 10_000
-MAX_INVISIBLE_MS = 12 * 3600 * 1000
 MAX_MSG_NUMS_FOR_POP = 32  # ProxyUtils.MAX_MSG_NUMS_FOR_POP_REQUEST
 DEFAULT_MAX_ATTEMPTS = 17  # a consumer without settings: the default group's 16 retries + 1
-
-
-def polling_time(request: pb.ReceiveMessageRequest) -> int:
-    """The long-polling time as ``ReceiveMessageActivity`` clamps it (the call deadline is the
-    client's, which it sets past the polling time)."""
-    wanted = request.long_polling_timeout.ToMilliseconds() if request.HasField("long_polling_timeout") else 0
-    return min(max(wanted, MIN_LONG_POLLING_MS), MAX_LONG_POLLING_MS)
 
 
 class ConsumerActivity:
@@ -176,21 +165,11 @@ class ConsumerActivity:
     async def _receive(
         self, ctx: ClientContext, request: pb.ReceiveMessageRequest
     ) -> list[pb.Message] | pb.Status:
-        topic = check_topic(request.message_queue.topic, self.broker.topics)
-        group = request.group.name
-        if not group:
-            raise StatusError(pb.ILLEGAL_CONSUMER_GROUP, "consumer group cannot be empty")
+        poll, invisible = validate_receive(
+            request, self.broker.topics.is_system, self.config, ctx.metadata, self._settings(ctx), ctx.version
+        )
+        topic, group = request.message_queue.topic.name, request.group.name
         auto_renew = request.auto_renew and self.config.enable_proxy_auto_renew
-        if auto_renew:
-            invisible = self.config.default_invisible_time_mills
-        else:
-            invisible = request.invisible_duration.ToMilliseconds()
-            if not MIN_INVISIBLE_MS_FOR_RECV <= invisible <= MAX_INVISIBLE_MS:
-                raise StatusError(
-                    pb.ILLEGAL_INVISIBLE_TIME,
-                    f"the invisibleTime is illegal: must be between {MIN_INVISIBLE_MS_FOR_RECV}"
-                    f" and {MAX_INVISIBLE_MS}",
-                )
         expression = request.filter_expression
         exp_type = EXPRESSION_SQL92 if expression.type == pb.SQL else EXPRESSION_TAG
         exp = expression.expression or "*"
@@ -204,7 +183,7 @@ class ConsumerActivity:
             queue_id=-1,
             max_msg_nums=min(request.batch_size, MAX_MSG_NUMS_FOR_POP),
             invisible_time=invisible,
-            poll_time=polling_time(request),
+            poll_time=poll,
             born_time=self.broker.now_ms(),
             init_mode=CONSUME_INIT_MODE_MAX,
             exp_type=exp_type,
@@ -329,9 +308,7 @@ class ConsumerActivity:
         topic = check_topic(request.topic, self.broker.topics)
         group = request.group.name
         ReceiptHandle(request.receipt_handle)  # a malformed handle is refused before anything else
-        invisible = request.invisible_duration.ToMilliseconds()
-        if invisible < 0 or invisible > MAX_INVISIBLE_MS:
-            raise StatusError(pb.ILLEGAL_INVISIBLE_TIME, "the invisibleTime is illegal")
+        invisible = request.invisible_duration.ToMilliseconds()  # checked: broker.grpc.request_checks
         text = await self._latest(ctx, group, request.message_id, request.receipt_handle)
         new_handle = await self._change_invisible(ctx, ReceiptHandle(text), group, topic, invisible)
         if new_handle is None:

@@ -23,6 +23,7 @@ from broker.grpc.common import OK, ClientContext, StatusError, status
 from broker.grpc.convert import SYSTEM_PROPERTIES
 from broker.grpc.route import check_topic, topic_message_type
 from broker.grpc.transaction import TransactionActivity, TransactionData
+from broker.grpc.validation import timestamp_valid
 from broker.processors.recall import RecallMessageProcessor
 from broker.processors.send import SendMessageProcessor
 from broker.timer.service import TIMER_DELIVER_MS
@@ -75,13 +76,8 @@ def message_properties(message: pb.Message, producer_group: str, remote_addr: st
     for key in props:
         if key in SYSTEM_PROPERTIES:
             raise StatusError(pb.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property is used by system: {key}")
-    if system.HasField("tag"):
-        tag = system.tag
-        if not tag.strip() or "|" in tag:
-            raise StatusError(
-                pb.ILLEGAL_MESSAGE_TAG, "tag cannot be the char sequence of whitespace or contain '|'"
-            )
-        props[TAGS] = tag
+    if system.HasField("tag"):  # checked: broker.grpc.validation.validate_tag
+        props[TAGS] = system.tag
     for key in system.keys:
         if key and not key.strip():
             raise StatusError(pb.ILLEGAL_MESSAGE_KEY, "key cannot be the char sequence of whitespace")
@@ -109,7 +105,7 @@ def message_properties(message: pb.Message, producer_group: str, remote_addr: st
     born_host = system.born_host.strip() or remote_addr
     if born_host:
         props[BORN_HOST] = born_host
-    if system.HasField("born_timestamp"):
+    if system.HasField("born_timestamp") and timestamp_valid(system.born_timestamp):  # else dropped
         props[BORN_TIMESTAMP] = str(system.born_timestamp.ToMilliseconds())
     return props
 

@@ -14,6 +14,7 @@ from broker.grpc.auth import grpc_auth
 from broker.grpc.client import ClientActivity
 from broker.grpc.common import ClientContext, Handler, Req, Resp, unary
 from broker.grpc.consumer import ConsumerActivity
+from broker.grpc.request_checks import RequestChecks, chain
 from broker.grpc.route import RouteActivity
 from broker.grpc.send import SendActivity
 from broker.grpc.transaction import TransactionActivity
@@ -42,13 +43,16 @@ class MessagingService:
         """``pop``: the broker's POP processor, which the consuming RPCs hand their work to; without
         it they are answered UNIMPLEMENTED. ``auth``: the broker's authentication and authorization
         check, run on every request message as the Proxy's request pipeline (None: both off).
-        ``config``: the endpoint's settings (the renewal of receipt handles); the consumer's
+        ``config``: the endpoint's settings (the renewal of receipt handles, the limits of the
+        request checks, which run after authentication: :mod:`broker.grpc.request_checks`); the consumer's
         ``renewer.run`` must be started by whoever runs the service."""
-        self.check = grpc_auth(auth)
+        self.validation = RequestChecks(broker, config or GrpcServerConfig())
+        self.check = chain(grpc_auth(auth), self.validation)
         self.route = RouteActivity(broker, grpc_port)
         self.clients = ClientActivity(broker, check=self.check)
         self.transactions = TransactionActivity(broker, self.clients.sessions)
         self.clients.peer_for = self.transactions.peer_for
+        self.validation.settings_of = self.clients.settings_of
         self.send = SendActivity(broker, self.transactions)
         self.consumer = None
         if pop is not None:

@@ -34,3 +34,17 @@ class GrpcServerConfig:
     renew_max_time_millis: int = 3 * 3600 * 1000  # then the message goes back with the group's delay
     max_renew_retry_times: int = 3  # failed renewals in a row before one is given up
     invisible_time_millis_when_clear: int = 1_000  # a gone client's messages come back after this
+    # The request checks (broker.grpc.validation); a limit <= 0 turns its check off, as in Java.
+    max_message_size: int = 4 * 1024 * 1024  # bytes of a message body
+    enable_message_body_empty_check: bool = True
+    max_user_property_size: int = 16 * 1024  # bytes of user properties + tag + keys per message
+    user_property_max_num: int = 128  # user properties per message
+    max_message_group_size: int = 64  # bytes; a group of this size or more is refused
+    min_invisible_time_mills_for_recv: int = 10_000  # a receive's invisible duration
+    max_invisible_time_mills: int = 12 * 3600 * 1000  # a receive's or a change's
+    max_delay_time_mills: int = 24 * 3600 * 1000  # how far ahead a delivery time may be
+    max_transaction_recovery_second: int = 3600  # a transactional message's orphaned recovery
+    # The long polling of a receive: the client's wish clamped to these, then to the call deadline.
+    grpc_client_consumer_min_long_polling_timeout_millis: int = 5_000
+    grpc_client_consumer_max_long_polling_timeout_millis: int = 20_000
+    long_polling_reserve_time_in_millis: int = 100  # kept free before the deadline for the answer
