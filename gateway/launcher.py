@@ -140,7 +140,7 @@ class Gateway:
                 grpc_addr = loopback_if_wildcard(self.grpc.addresses[0])
             control_addr = None
             if self.control_config is not None and self.faults is not None:
-                api = ControlApi(self.faults, self._store)
+                api = ControlApi(self.faults, self._store, self.reset)
                 self.control = await ControlServer.bind(api, self.control_config)
                 control_addr = loopback_if_wildcard(await nursery.start(self.control.run))
             task_status.started(Endpoints(namesrv_addr, broker_addr, grpc_addr, control_addr))
@@ -160,6 +160,23 @@ class Gateway:
     def _store(self) -> MessageStore | None:
         """The running broker's store, for the control endpoint (None: no broker here)."""
         return self.broker.broker.store if self.broker is not None else None
+
+    def reset(self) -> dict[str, int]:
+        """Empty the gateway for the next test (:func:`broker.reset.reset_broker`, the deleted
+        topics' routes in the NameServer, every fault rule); call in the servers' Trio thread.
+        Returns what went, by kind."""
+        from broker.reset import reset_broker
+
+        removed: dict[str, int] = {}
+        if self.broker is not None:
+            report, deleted = reset_broker(self.broker.controller)
+            removed.update(report.to_obj())
+            if self.namesrv is not None:
+                for topic in deleted:
+                    self.namesrv.routes.delete_topic(topic)
+        if self.faults is not None:
+            removed["faults"] = self.faults.clear()
+        return removed
 
     def _with_tls(self, server: ServerConfig) -> ServerConfig:
         return server if server.tls is not None else dataclasses.replace(server, tls=self.remoting_tls)

@@ -9,6 +9,8 @@ JSON value out. :mod:`gateway.control.server` speaks HTTP around it.
 ``DELETE /faults/{id}``                    204, or 404
 ``DELETE /faults``                         200 ``{"removed": n}``
 ``GET /topics/{topic}/messages?limit=N``   200: the topic's stored messages (store order)
+``POST /reset``                            200: what went (topics, groups, queues, offsets,
+                                           faults): the gateway emptied for the next test
 =========================================  ==================================================
 
 Errors are ``{"error": "..."}`` with a 4xx status: 400 for a body that is not a JSON object or
@@ -45,9 +47,17 @@ class ControlApi:
     """The routes of the module docstring over a fault table and, when this process runs a
     broker, its store (``store_of`` returns None otherwise)."""
 
-    def __init__(self, faults: FaultTable, store_of: Callable[[], MessageReader | None]) -> None:
+    def __init__(
+        self,
+        faults: FaultTable,
+        store_of: Callable[[], MessageReader | None],
+        reset: Callable[[], dict[str, int]] | None = None,
+    ) -> None:
+        """``reset``: empties the gateway (:meth:`gateway.launcher.Gateway.reset`); None: the
+        route answers 404."""
         self.faults = faults
         self.store_of = store_of
+        self.reset = reset
 
     def handle(self, method: str, target: str, body: bytes) -> Reply:
         """The reply to one request; never raises for what a client sent."""
@@ -58,6 +68,12 @@ class ControlApi:
             return Reply(200, {"status": "ok"}) if method in ("GET", "HEAD") else _not_allowed(method, "GET")
         if parts == ["faults"]:
             return self._faults(method, body)
+        if parts == ["reset"]:
+            if method != "POST":
+                return _not_allowed(method, "POST")
+            if self.reset is None:
+                return _error(404, "no broker in this process")
+            return Reply(200, self.reset())
         if len(parts) == 2 and parts[0] == "faults":
             return self._fault(method, parts[1])
         if len(parts) == 3 and parts[0] == "topics" and parts[2] == "messages":

@@ -98,6 +98,10 @@ class ControlClient:
                 )
             time.sleep(POLL_INTERVAL_S)
 
+    def reset(self) -> dict[str, int]:
+        """Empty the gateway (``POST /reset``); returns what went, by kind."""
+        return dict(self._call("POST", "/reset"))
+
     def health(self) -> bool:
         return self.request("GET", "/health")[0] == 200
 

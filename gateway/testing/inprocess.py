@@ -156,6 +156,16 @@ class InProcessGateway:
                 )
             time.sleep(POLL_INTERVAL_S)
 
+    def reset(self) -> dict[str, int]:
+        """Empty the gateway for the next test, in the servers' thread (a few milliseconds): every
+        topic but the system ones with its messages, every group but the system ones, every
+        consumer offset, every fault rule (:meth:`gateway.launcher.Gateway.reset`). Returns what
+        went, by kind; raises ``RuntimeError`` when the gateway is not running."""
+        gateway, token = self._gateway, self._token
+        if gateway is None or token is None:
+            raise RuntimeError("gateway not started")
+        return trio.from_thread.run_sync(gateway.reset, trio_token=token)
+
     def start(self, timeout: float = READY_TIMEOUT_S) -> Self:
         """Start the servers and return once both accept connections and the broker registered
         (a :mod:`gateway.testing.probe` round trip, as a client would see it).

@@ -27,6 +27,15 @@ them after the test, so one test's faults never reach the next::
 
     def test_retry_on_busy(rmq_namesrv: str, rmq_faults: FaultTable) -> None:
         rmq_faults.add(request="SEND_MESSAGE_V2", respond=2, times=2)   # SYSTEM_BUSY twice
+
+Isolation per test on the shared gateway: ``rmq_namespace`` gives each test its own namespace
+(:class:`gateway.testing.namespace.TestNamespace`, named after the test), to hand to the clients
+(``setNamespaceV2(rmq_namespace.name)``), so tests can reuse topic and group names; a test that
+wants a broker with nothing in it asks for ``rmq_clean_gateway``, which empties the gateway
+(:meth:`InProcessGateway.reset`: topics, groups, offsets, messages, faults) before the test::
+
+    def test_orders(rmq_namesrv: str, rmq_namespace: TestNamespace) -> None:
+        consumer.setNamespaceV2(rmq_namespace.name)
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from gateway.testing.inprocess import InProcessGateway
+from gateway.testing.namespace import TestNamespace, namespace_for
 
 if TYPE_CHECKING:
     from gateway.testing.container import RocketMQGatewayContainer
@@ -78,6 +88,19 @@ def rmq_faults(rmq_gateway: InProcessGateway) -> Iterator[FaultTable]:
         yield rmq_gateway.faults
     finally:
         rmq_gateway.faults.clear()
+
+
+@pytest.fixture
+def rmq_namespace(request: pytest.FixtureRequest) -> TestNamespace:
+    """A namespace of this test's own (its name, plus a random suffix)."""
+    return namespace_for(request.node.name)
+
+
+@pytest.fixture
+def rmq_clean_gateway(rmq_gateway: InProcessGateway) -> InProcessGateway:
+    """The in-process gateway, emptied before the test (:meth:`InProcessGateway.reset`)."""
+    rmq_gateway.reset()
+    return rmq_gateway
 
 
 @pytest.fixture(scope="session")
