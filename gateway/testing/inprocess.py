@@ -39,13 +39,14 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 import trio
 
+from gateway.resources import parse_specs
 from gateway.testing.probe import wait_ready
 from gateway.transport.faults import FaultTable
 
@@ -73,9 +74,15 @@ class InProcessGateway:
         properties: Mapping[str, str] | None = None,
         control_port: int | None = None,
         fault_seed: int | None = None,
+        topics: Sequence[str] = (),
+        groups: Sequence[str] = (),
     ) -> None:
         """``control_port``: serve the HTTP control endpoint there (0: any free port; None: off);
-        ``fault_seed``: seeds the RNG of rules with a ``probability``."""
+        ``fault_seed``: seeds the RNG of rules with a ``probability``; ``topics`` / ``groups``:
+        declarations (``"orders:8:FIFO"``, ``"billing:retryMaxTimes=3"``, :mod:`gateway.resources`)
+        created before :meth:`start` returns. Raises
+        :class:`gateway.resources.ResourceSpecError` for a bad declaration."""
+        self.resources = parse_specs(topics, groups)
         self._own_dir = store_dir is None
         self.store_dir = Path(store_dir or tempfile.mkdtemp(prefix="rmq-gw-"))
         self.host = host
@@ -156,6 +163,17 @@ class InProcessGateway:
                 )
             time.sleep(POLL_INTERVAL_S)
 
+    def declare(self, topics: Sequence[str] = (), groups: Sequence[str] = ()) -> None:
+        """Create these topics and groups on the running gateway (the same declarations as the
+        constructor's); returns once the NameServer routes the topics. Raises
+        :class:`gateway.resources.ResourceSpecError` for a bad one, ``RuntimeError`` when the
+        gateway is not running."""
+        resources = parse_specs(topics, groups)
+        gateway, token = self._gateway, self._token
+        if gateway is None or token is None:
+            raise RuntimeError("gateway not started")
+        trio.from_thread.run(gateway.declare, resources, trio_token=token)
+
     def reset(self) -> dict[str, int]:
         """Empty the gateway for the next test, in the servers' thread (a few milliseconds): every
         topic but the system ones with its messages, every group but the system ones, every
@@ -185,6 +203,7 @@ class InProcessGateway:
             grpc_port=self.grpc_port,
             faults=self.faults,
             control_port=self.control_port,
+            resources=self.resources,
         )
         self._thread = threading.Thread(target=self._run, name="rmq-gateway", daemon=True)
         self._thread.start()
