@@ -33,7 +33,7 @@ import trio
 from broker.app import BrokerApp
 from broker.auth.config import AuthConfig, auth_config_of
 from broker.config import JAVA_KEY_ALIASES, BrokerConfig
-from broker.controller import store_config_of
+from broker.controller import BrokerController, store_config_of
 from codec.config_fields import camel_case, snake_case
 from gateway.control.api import ControlApi
 from gateway.control.server import ControlConfig, ControlServer
@@ -147,7 +147,7 @@ class Gateway:
                 grpc_addr = loopback_if_wildcard(self.grpc.addresses[0])
             control_addr = None
             if self.control_config is not None and self.faults is not None:
-                api = ControlApi(self.faults, self._store, self.reset)
+                api = ControlApi(self.faults, self._store, self.reset, self._controller)
                 self.control = await ControlServer.bind(api, self.control_config)
                 control_addr = loopback_if_wildcard(await nursery.start(self.control.run))
             task_status.started(Endpoints(namesrv_addr, broker_addr, grpc_addr, control_addr))
@@ -199,6 +199,10 @@ class Gateway:
         if self.faults is not None:
             removed["faults"] = self.faults.clear()
         return removed
+
+    def _controller(self) -> BrokerController | None:
+        """The running broker's state, for the control endpoint (None: no broker here)."""
+        return self.broker.controller if self.broker is not None else None
 
     def _with_tls(self, server: ServerConfig) -> ServerConfig:
         return server if server.tls is not None else dataclasses.replace(server, tls=self.remoting_tls)

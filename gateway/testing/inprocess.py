@@ -39,10 +39,10 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import trio
 
@@ -51,7 +51,10 @@ from gateway.testing.probe import wait_ready
 from gateway.transport.faults import FaultTable
 
 if TYPE_CHECKING:
+    from broker.controller import BrokerController
     from gateway.launcher import Endpoints, Gateway
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
@@ -148,19 +151,83 @@ class InProcessGateway:
         ``timeout_s``, ``RuntimeError`` when the gateway is not running."""
         from gateway.control.messages import stored_messages
 
-        gateway, token = self._gateway, self._token
-        if gateway is None or token is None or gateway.broker is None:
-            raise RuntimeError("gateway not started")
-        store = gateway.broker.broker.store
+        store = self._controller().store
+        return self._wait_for_count(
+            lambda: stored_messages(store, topic, limit), wait_for, timeout_s, f"messages of {topic} stored"
+        )
+
+    def group_offsets(
+        self, group: str, topic: str | None = None, *, max_lag: int | None = None, timeout_s: float = 10.0
+    ) -> dict[str, Any]:
+        """The group's committed offsets and lag per topic and queue
+        (:func:`gateway.control.consumption.group_offsets`), once its total lag is at most
+        ``max_lag`` (None: at once). Raises ``TimeoutError`` (with the last lag) when it is not
+        within ``timeout_s``, ``LookupError`` for a group the broker has never heard of (checked
+        until the deadline when waiting), ``RuntimeError`` when the gateway is not running."""
+        from gateway.control.consumption import UnknownGroupError, group_offsets
+
+        controller = self._controller()
         deadline = time.monotonic() + timeout_s
         while True:
-            messages = trio.from_thread.run_sync(stored_messages, store, topic, limit, trio_token=token)
-            if len(messages) >= wait_for:
-                return messages
+            try:
+                offsets = self._in_servers(lambda: group_offsets(controller, group, topic))
+            except UnknownGroupError:
+                if max_lag is None or time.monotonic() >= deadline:
+                    raise
+            else:
+                if max_lag is None or offsets["lag"] <= max_lag:
+                    return offsets
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(
+                        f"lag of {group} is {offsets['lag']}, not at most {max_lag}, after {timeout_s:g} s"
+                    )
+            time.sleep(POLL_INTERVAL_S)
+
+    def retry_messages(
+        self, group: str, *, wait_for: int = 0, timeout_s: float = 10.0, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        """The group's messages sent back for a retry (``"delayed": true`` while they wait for
+        their delay; :func:`gateway.control.consumption.retry_messages`), once there are at least
+        ``wait_for``; raises as :meth:`stored_messages`."""
+        from gateway.control.consumption import retry_messages
+
+        controller = self._controller()
+        return self._wait_for_count(
+            lambda: retry_messages(controller, group, limit), wait_for, timeout_s, f"retries of {group}"
+        )
+
+    def dlq_messages(
+        self, group: str, *, wait_for: int = 0, timeout_s: float = 10.0, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        """The group's dead letters (``%DLQ%group``), once there are at least ``wait_for``;
+        raises as :meth:`stored_messages`."""
+        from gateway.control.consumption import dlq_messages
+
+        controller = self._controller()
+        return self._wait_for_count(
+            lambda: dlq_messages(controller, group, limit), wait_for, timeout_s, f"dead letters of {group}"
+        )
+
+    def _controller(self) -> BrokerController:
+        gateway = self._gateway
+        if gateway is None or self._token is None or gateway.broker is None:
+            raise RuntimeError("gateway not started")
+        return gateway.broker.controller
+
+    def _in_servers(self, read: Callable[[], T]) -> T:
+        """``read()`` in the servers' Trio thread (between requests)."""
+        return trio.from_thread.run_sync(read, trio_token=self._token)
+
+    def _wait_for_count(
+        self, read: Callable[[], list[dict[str, Any]]], wait_for: int, timeout_s: float, what: str
+    ) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            found = self._in_servers(read)
+            if len(found) >= wait_for:
+                return found
             if time.monotonic() >= deadline:
-                raise TimeoutError(
-                    f"{len(messages)} of {wait_for} messages of {topic} stored after {timeout_s:g} s"
-                )
+                raise TimeoutError(f"{len(found)} of {wait_for} {what} after {timeout_s:g} s")
             time.sleep(POLL_INTERVAL_S)
 
     def declare(self, topics: Sequence[str] = (), groups: Sequence[str] = ()) -> None:
