@@ -137,6 +137,12 @@ class RocketMQGatewayContainer(DockerContainer):
         return f"{self._host()}:{self.control_port}"
 
     @property
+    def control(self) -> ControlClient:
+        """The control endpoint's client: ``group_offsets``, ``retry_messages``, ``dlq_messages``,
+        ``reset`` and the rest of :class:`gateway.control.client.ControlClient`."""
+        return ControlClient(self.get_control_address())
+
+    @property
     def faults(self) -> RemoteFaults:
         """The gateway's fault rules, over the control endpoint (``add``, ``remove``, ``clear``, ``list``)."""
         return RemoteFaults(ControlClient(self.get_control_address()))
