@@ -1,9 +1,11 @@
 """Namespaces: resource names of the form ``namespace%name``, as the 5.3.3 clients and Proxy treat them.
 
 Mirrors org.apache.rocketmq.remoting.protocol.NamespaceUtil. A namespace is a client-side
-prefix: a remoting client with ``ClientConfig.setNamespaceV2("ns1")`` (or the 4.x
-``setNamespace``) sends topic ``T`` as ``ns1%T`` and group ``G`` as ``ns1%G``; its retry topic
-is ``%RETRY%ns1%G`` and its dead-letter topic ``%DLQ%ns1%G``. System topics
+prefix: a remoting client with ``ClientConfig.setNamespace("ns1")`` (4.x, and 5.3.3 where it is
+deprecated but kept) sends topic ``T`` as ``ns1%T`` and group ``G`` as ``ns1%G``; its retry topic
+is ``%RETRY%ns1%G`` and its dead-letter topic ``%DLQ%ns1%G``. ``setNamespaceV2`` (5.x) wraps no
+name: the client's ``NamespaceRpcHook`` adds ``nsd=true`` and ``ns=<namespace>`` to every
+request's fields, which no 5.3.3 broker or Proxy reads (nor do we). System topics
 (``TopicValidator.isSystemTopic``) and system groups (``MixAll.isSysConsumerGroup``) are never
 wrapped. The broker does nothing with the prefix: ``ns1%T`` is a topic like any other (``%`` is
 one of the characters ``TopicValidator`` allows), so two namespaces never see each other's

@@ -1,18 +1,19 @@
 """A namespace per test: the names a namespaced client uses, for isolation on a shared gateway.
 
 A RocketMQ namespace is client-side (:mod:`broker.grpc.namespace`): a Java remoting client given
-``setNamespaceV2(ns.name)`` sends topic ``T`` as ``ns.topic("T")`` (``"<ns>%T"``) and consumer
+``setNamespace(ns.name)`` sends topic ``T`` as ``ns.topic("T")`` (``"<ns>%T"``) and consumer
 group ``G`` as ``ns.group("G")``; its retries go to ``ns.retry_topic("G")`` (``%RETRY%<ns>%G``)
 and its dead letters to ``ns.dlq_topic("G")``. Two tests with their own namespaces can use the
 same topic and group names and never see each other's messages, offsets or retries::
 
     def test_orders(rmq_namesrv: str, rmq_namespace: TestNamespace, rmq_gateway) -> None:
-        producer.setNamespaceV2(rmq_namespace.name)        # Java; or namespace= in a 5.x client
+        producer.setNamespace(rmq_namespace.name)          # Java remoting client
         ...
         rmq_gateway.stored_messages(rmq_namespace.topic("orders"), wait_for=1)
 
-For a gRPC client, the 5.3.3 Proxy does not apply the ``x-mq-namespace`` header to names (see
-:mod:`broker.grpc.namespace`): give it the wrapped names (``ns.topic("T")``) itself.
+``setNamespaceV2`` wraps no name in 5.3.3 (it only adds the ``nsd`` / ``ns`` request fields, which
+no 5.3.3 broker reads), nor does the 5.3.3 Proxy apply a gRPC client's namespace (see
+:mod:`broker.grpc.namespace`): give such clients the wrapped names (``ns.topic("T")``) instead.
 """
 
 from __future__ import annotations

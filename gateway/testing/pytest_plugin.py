@@ -30,12 +30,12 @@ them after the test, so one test's faults never reach the next::
 
 Isolation per test on the shared gateway: ``rmq_namespace`` gives each test its own namespace
 (:class:`gateway.testing.namespace.TestNamespace`, named after the test), to hand to the clients
-(``setNamespaceV2(rmq_namespace.name)``), so tests can reuse topic and group names; a test that
+(``setNamespace(rmq_namespace.name)``), so tests can reuse topic and group names; a test that
 wants a broker with nothing in it asks for ``rmq_clean_gateway``, which empties the gateway
 (:meth:`InProcessGateway.reset`: topics, groups, offsets, messages, faults) before the test::
 
     def test_orders(rmq_namesrv: str, rmq_namespace: TestNamespace) -> None:
-        consumer.setNamespaceV2(rmq_namespace.name)
+        consumer.setNamespace(rmq_namespace.name)
 
 Topics and groups declared up front: the ``rmq_topics`` and ``rmq_groups`` markers of every
 collected test (on a test, class or module) are created before the session's gateway is ready,

@@ -155,3 +155,16 @@ async def test_reset_over_the_control_endpoint(gateway: InProcessGateway) -> Non
     assert await stored(gateway, "ResetHttpT") == []
     status, body = await trio.to_thread.run_sync(client.request, "GET", "/reset")
     assert (status, body) == (405, {"error": "method GET not allowed here (allowed: POST)"})
+
+
+async def test_namespace_v2_request_fields_wrap_nothing(gateway: InProcessGateway) -> None:
+    """A 5.3.3 client with ``setNamespaceV2`` adds ``nsd``/``ns`` to each request (NamespaceRpcHook);
+    the broker reads neither: the message is in the plain topic, as on the real broker."""
+    request = send_request("PlainV2T", b"v2")
+    assert request.ext_fields is not None
+    request.ext_fields.update({"nsd": "true", "ns": "nsV2"})
+    async with connect(gateway.broker_addr) as conn:
+        answer = await conn.invoke(request, 5)
+    assert answer.code == ResponseCode.SUCCESS
+    assert [m["body"] for m in await stored(gateway, "PlainV2T", 1)] == ["v2"]
+    assert await stored(gateway, "nsV2%PlainV2T") == []
