@@ -356,6 +356,29 @@ def test_a_python_producers_namespace_wraps_no_name(grpc_target: GrpcTarget) -> 
     assert topic_route(grpc_target.namesrv_addr, f"nsG%{topic}") is None
 
 
+def test_a_received_messages_topic_is_split_at_its_namespace(grpc_target: GrpcTarget) -> None:
+    """A message of topic ``nsR%GrpcNsRecv`` (what a remoting client with namespace ``nsR``
+    stores) reaches a gRPC consumer of that topic as name ``GrpcNsRecv``, namespace ``nsR``
+    (``GrpcConverter.buildResource``)."""
+    topic = "nsR%GrpcNsRecv"
+    create_topic(grpc_target, topic)
+    env = {**os.environ, "HOME": str(grpc_target.home), "RMQ_SHOW_TOPIC": "1"}
+    sent = subprocess.run(
+        [sys.executable, "-m", "compat_tests.grpc_python_producer", grpc_target.grpc_addr, topic, "1"],
+        capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False, cwd=REPO, env=env,
+    )  # fmt: skip
+    assert "SENT 0 " in sent.stdout, sent.stdout + sent.stderr[-3000:]
+    consumer = [sys.executable, "-m", "compat_tests.grpc_python_consumer", grpc_target.grpc_addr]
+    received = subprocess.run(
+        [*consumer, topic, "GrpcNsGroup", "1", "60"],
+        capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False, cwd=REPO, env=env,
+    )  # fmt: skip
+    lines = [line for line in received.stdout.splitlines() if line.startswith(("RECEIVED", "TOPIC"))]
+    assert lines[:2] == ["RECEIVED python_grpc_message_0_中文 1", "TOPIC nsR GrpcNsRecv"], (
+        received.stdout + received.stderr[-3000:]
+    )
+
+
 def test_transactions_commit_rollback_and_check_back(grpc_target: GrpcTarget) -> None:
     """A committed, a rolled back and an unresolved half message; the broker checks the last one
     back over the Telemetry stream and the client's checker commits it."""

@@ -25,6 +25,15 @@ Faults on demand (docs/testing-with-gateway.md): :attr:`InProcessGateway.faults`
 
 ``control_port=0`` serves the HTTP control endpoint too (:attr:`InProcessGateway.control_addr`).
 
+Tests on one gateway (docs/testing-with-gateway.md): ``InProcessGateway(topics=["orders:8:FIFO"],
+groups=["billing:retryMaxTimes=3"])`` and :meth:`InProcessGateway.declare` create topics and
+groups up front; :meth:`InProcessGateway.reset` empties the gateway in place;
+:meth:`InProcessGateway.group_offsets`, :meth:`InProcessGateway.retry_messages` and
+:meth:`InProcessGateway.dlq_messages` show what a consumer group did::
+
+    gateway.group_offsets("billing", "orders", max_lag=0)   # waits until the group consumed all
+    gateway.dlq_messages("billing", wait_for=1)
+
 Every file the servers write lives in the store directory
 (a temporary one unless given), including the NameServer's KV config, which would otherwise go
 to ``~/namesrv``: the state is independent of ``HOME``.
