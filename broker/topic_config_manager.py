@@ -254,6 +254,14 @@ class TopicConfigManager:
             self._changed([])
         return removed is not None
 
+    def delete_many(self, topics: Iterable[str]) -> int:
+        """Delete ``topics`` with one change notification; returns how many there were."""
+        removed = [topic for topic in topics if self.table.pop(topic, None) is not None]
+        if removed:
+            logger.info("topics deleted: %d", len(removed))
+            self._changed([])
+        return len(removed)
+
     def create_in_send(
         self, topic: str, default_topic: str, queue_nums: int, topic_sys_flag: int
     ) -> TopicConfig | None:

@@ -5,7 +5,8 @@ client's generated apache.rocketmq.v2 classes cannot share a descriptor pool wit
 Prints one line per outcome, as ``rmqgrpc.Consume`` does: ``STARTED``, ``RECEIVED <body>
 <delivery attempt>``, ``ACKED <body>``, ``RETRY <error>`` (a receive failed, tried again),
 ``EMPTY`` (one more receive found nothing), ``FAILED <error>``, ``START_FAILED <error>``,
-``DONE``; spaces in bodies are written as ``_``.
+``DONE``; spaces in bodies are written as ``_``. With ``RMQ_SHOW_TOPIC=1`` each received message
+is followed by ``TOPIC <resource namespace, or -> <topic name>``, as the client sees them.
 
     RMQ_ACCESS_KEY=ak RMQ_SECRET_KEY=sk \
         python -m compat_tests.grpc_python_consumer ENDPOINT TOPIC GROUP COUNT SECONDS
@@ -50,6 +51,8 @@ def main(endpoint: str, topic: str, group: str, count: int, seconds: float) -> N
             for message in messages:
                 body = message.body.decode().replace(" ", "_")
                 print(f"RECEIVED {body} {message.delivery_attempt}", flush=True)
+                if os.environ.get("RMQ_SHOW_TOPIC") == "1":
+                    print(f"TOPIC {message.namespace or '-'} {message.topic}", flush=True)
                 consumer.ack(message)
                 acked += 1
                 print(f"ACKED {body}", flush=True)

@@ -6,6 +6,9 @@ Prints one line per outcome, as ``rmqgrpc.Produce`` does: ``STARTED``, ``SENT <i
 id>``, ``FAILED <index> <error>``, ``START_FAILED <error>``, ``CLOSED``.
 
     RMQ_ACCESS_KEY=ak RMQ_SECRET_KEY=sk python -m compat_tests.grpc_python_producer ENDPOINT TOPIC COUNT
+
+``RMQ_NAMESPACE`` sets the client's namespace (``ClientConfiguration``'s third argument: the
+``x-mq-namespace`` header and every ``Resource.resource_namespace``).
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ def credentials() -> Credentials:
 
 
 def main(endpoint: str, topic: str, count: int) -> None:
-    configuration = ClientConfiguration(endpoint, credentials(), request_timeout=10)
+    configuration = ClientConfiguration(
+        endpoint, credentials(), os.environ.get("RMQ_NAMESPACE", ""), request_timeout=10
+    )
     producer = Producer(configuration, (topic,))  # plaintext: the client's TLS trusts only system roots
     try:
         producer.startup()

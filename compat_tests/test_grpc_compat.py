@@ -332,6 +332,53 @@ def test_python_producer_sends(grpc_target: GrpcTarget) -> None:
         assert (props["TAGS"], props["KEYS"], props["index"]) == ("TagP", f"pkey-{index}", str(index))
 
 
+def test_a_python_producers_namespace_wraps_no_name(grpc_target: GrpcTarget) -> None:
+    """The client sends ``x-mq-namespace: nsG`` and ``resource_namespace`` in every resource; the
+    5.3.3 Proxy uses each resource's ``name`` as it is, so the messages are in the plain topic."""
+    topic = "GrpcNamespaced"
+    create_topic(grpc_target, topic)
+    result = subprocess.run(
+        [sys.executable, "-m", "compat_tests.grpc_python_producer", grpc_target.grpc_addr, topic, "2"],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+        cwd=REPO,
+        env={**os.environ, "HOME": str(grpc_target.home), "RMQ_NAMESPACE": "nsG"},
+    )
+    lines = [line for line in result.stdout.splitlines() if line.split(" ", 1)[0].isupper()]
+    assert lines[:1] == ["STARTED"], result.stdout + result.stderr[-3000:]
+    sent = {line.split()[2] for line in lines if line.startswith("SENT")}
+    assert len(sent) == 2, lines
+    records = [r for queue in stored(grpc_target, topic).values() for r in queue]
+    assert {decode_properties(r.properties)["UNIQ_KEY"] for r in records} == sent
+    assert {r.topic for r in records} == {topic}
+    assert topic_route(grpc_target.namesrv_addr, f"nsG%{topic}") is None
+
+
+def test_a_received_messages_topic_is_split_at_its_namespace(grpc_target: GrpcTarget) -> None:
+    """A message of topic ``nsR%GrpcNsRecv`` (what a remoting client with namespace ``nsR``
+    stores) reaches a gRPC consumer of that topic as name ``GrpcNsRecv``, namespace ``nsR``
+    (``GrpcConverter.buildResource``)."""
+    topic = "nsR%GrpcNsRecv"
+    create_topic(grpc_target, topic)
+    env = {**os.environ, "HOME": str(grpc_target.home), "RMQ_SHOW_TOPIC": "1"}
+    sent = subprocess.run(
+        [sys.executable, "-m", "compat_tests.grpc_python_producer", grpc_target.grpc_addr, topic, "1"],
+        capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False, cwd=REPO, env=env,
+    )  # fmt: skip
+    assert "SENT 0 " in sent.stdout, sent.stdout + sent.stderr[-3000:]
+    consumer = [sys.executable, "-m", "compat_tests.grpc_python_consumer", grpc_target.grpc_addr]
+    received = subprocess.run(
+        [*consumer, topic, "GrpcNsGroup", "1", "60"],
+        capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False, cwd=REPO, env=env,
+    )  # fmt: skip
+    lines = [line for line in received.stdout.splitlines() if line.startswith(("RECEIVED", "TOPIC"))]
+    assert lines[:2] == ["RECEIVED python_grpc_message_0_中文 1", "TOPIC nsR GrpcNsRecv"], (
+        received.stdout + received.stderr[-3000:]
+    )
+
+
 def test_transactions_commit_rollback_and_check_back(grpc_target: GrpcTarget) -> None:
     """A committed, a rolled back and an unresolved half message; the broker checks the last one
     back over the Telemetry stream and the client's checker commits it."""

@@ -13,6 +13,8 @@
 #   RMQ_HOST          listen address (0.0.0.0)
 #   RMQ_GATEWAY_CONTROL_PORT  HTTP control endpoint (fault rules, stored messages; default off),
 #                     read by rmq-gateway itself
+#   RMQ_GATEWAY_TOPICS  topics created before ready: NAME[:QUEUES[:TYPE]],... (e.g. orders:8:FIFO,audit)
+#   RMQ_GATEWAY_GROUPS  groups created before ready: NAME[:KEY=VALUE,...];... (both read by rmq-gateway)
 #   RMQ_PROP_<key>    any other Java property, e.g. RMQ_PROP_flushDiskType=SYNC_FLUSH
 # Extra arguments after COMMAND go to rmq-gateway.
 set -eu

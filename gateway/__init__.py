@@ -10,8 +10,10 @@ Two floors share this package (``tests/test_layers.py``):
 * The top floor, above everything: :mod:`gateway.launcher` (which components run in one process
   and how they are started and stopped), :mod:`gateway.cli` (``rmq-gateway``),
   :mod:`gateway.native` (the mypyc build of the hot path) and :mod:`gateway.testing` (the gateway
-  as a test broker: probe, testcontainers module, pytest plugin), :mod:`gateway.control` (the
-  HTTP control endpoint: fault rules, a topic's stored messages; ``rmq-gateway fault``).
+  as a test broker: probe, testcontainers module, pytest plugin, per-test namespaces),
+  :mod:`gateway.control` (the HTTP control endpoint: fault rules, a topic's stored messages, a
+  group's offsets, retries and dead letters, reset; ``rmq-gateway fault``) and
+  :mod:`gateway.resources` (topics and groups declared before ``ready``).
 
 A new protocol mechanism goes in :mod:`gateway.transport`; what a request does goes in the broker
 or the NameServer; a new way to run or test the gateway goes on the top floor.

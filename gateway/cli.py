@@ -15,6 +15,9 @@ addresses. SIGTERM and SIGINT stop accepting, let in-flight requests finish, flu
 ``-c`` reads RocketMQ's own ``namesrv.conf`` / ``broker.conf`` property keys; command-line flags
 override the file; ``NAMESRV_ADDR`` is honoured as in RocketMQ. ``-Dkey=value`` sets what the
 JVM takes as system properties: the ``tls.*`` keys of ``TlsSystemConfig`` (docs/security.md).
+``--topic``, ``--group``, ``-f resources.toml`` and ``RMQ_GATEWAY_TOPICS`` / ``RMQ_GATEWAY_GROUPS``
+declare topics and groups created before ``ready`` (:mod:`gateway.resources`); a bad one is
+refused with ``cannot start: topic '...': ...`` (exit 2).
 ``--control-port`` (or ``RMQ_GATEWAY_CONTROL_PORT``) serves the HTTP control endpoint of
 docs/testing-with-gateway.md on ``--host``; ``rmq-gateway fault`` (:mod:`gateway.control.cli`)
 drives it.
@@ -54,6 +57,7 @@ from gateway.launcher import (
     grpc_config_of,
     log_unused_property_keys,
 )
+from gateway.resources import Resources, load_resource_file, parse_specs, resources_from_env
 from gateway.transport.config import ServerConfig
 from gateway.transport.tls_config import ALL_KEYS as TLS_KEYS
 from gateway.transport.tls_config import TlsSystemConfig, tls_system_config_of
@@ -171,6 +175,30 @@ def build_parser() -> argparse.ArgumentParser:
             " from -c, else 8081; 0 = any free port, also the default with --broker-port 0)",
         )
         p.add_argument("--no-grpc", action="store_true", help="do not serve the gRPC endpoint")
+        p.add_argument(
+            "--topic",
+            dest="topics",
+            action="append",
+            default=[],
+            metavar="NAME[:QUEUES[:TYPE]]",
+            help="create this topic before ready (repeatable; QUEUES default 8; TYPE NORMAL, FIFO, DELAY"
+            " or TRANSACTION); also $RMQ_GATEWAY_TOPICS, comma-separated",
+        )
+        p.add_argument(
+            "--group",
+            dest="groups",
+            action="append",
+            default=[],
+            metavar="NAME[:KEY=VALUE,...]",
+            help="create this consumer group before ready (repeatable; KEY a SubscriptionGroupConfig"
+            " field, e.g. retryMaxTimes=3); also $RMQ_GATEWAY_GROUPS, semicolon-separated",
+        )
+        p.add_argument(
+            "-f",
+            "--resources",
+            metavar="FILE",
+            help="TOML file of [topics.NAME] and [groups.NAME] tables to create before ready",
+        )
         if not standalone:
             p.add_argument(
                 "--namesrv-addr",
@@ -200,6 +228,7 @@ def build_gateway(args: argparse.Namespace) -> Gateway:
     """
     props = parse_properties(Path(args.config).read_text(encoding="utf-8")) if args.config else {}
     namesrv = broker = None
+    resources = Resources()
     if args.command in ("namesrv", "standalone"):
         namesrv = NamesrvSpec(
             NamesrvConfig.from_properties(props), ServerConfig(host=args.host, port=args.namesrv_port)
@@ -226,11 +255,21 @@ def build_gateway(args: argparse.Namespace) -> Gateway:
             use_local_namesrv=args.command == "standalone",
             grpc=grpc,
         )
+        resources = declared_resources(args, os.environ)
     tls = tls_config_of(args, props)
     check_specs(namesrv, broker, tls)
     log_unused_property_keys(props, namesrv=namesrv is not None, broker=broker is not None)
     control = None if args.control_port is None else ControlConfig(args.host, args.control_port)
-    return Gateway(namesrv, broker, tls, control=control)
+    return Gateway(namesrv, broker, tls, control=control, resources=resources)
+
+
+def declared_resources(args: argparse.Namespace, env: Mapping[str, str]) -> Resources:
+    """The topics and groups of the environment, then ``-f``, then ``--topic`` / ``--group``
+    (a later declaration of a name wins); raises :class:`ResourceSpecError`."""
+    resources = resources_from_env(env)
+    if args.resources:
+        resources = resources.merged(load_resource_file(args.resources))
+    return resources.merged(parse_specs(args.topics, args.groups))
 
 
 async def run_gateway(gateway: Gateway) -> None:

@@ -33,10 +33,11 @@ import trio
 from broker.app import BrokerApp
 from broker.auth.config import AuthConfig, auth_config_of
 from broker.config import JAVA_KEY_ALIASES, BrokerConfig
-from broker.controller import store_config_of
+from broker.controller import BrokerController, store_config_of
 from codec.config_fields import camel_case, snake_case
 from gateway.control.api import ControlApi
 from gateway.control.server import ControlConfig, ControlServer
+from gateway.resources import Resources, apply_resources
 from gateway.transport.address import join_address, loopback_if_wildcard, split_address
 from gateway.transport.config import ServerConfig
 from gateway.transport.faults import FaultTable
@@ -53,6 +54,8 @@ from store.message_store import MessageStore
 logger = logging.getLogger(__name__)
 
 STOP_TIMEOUT_S = 15.0  # per component, then it is cancelled
+DECLARE_TIMEOUT_S = 10.0  # declared topics to reach the NameServer (one registration, ms normally)
+DECLARE_POLL_S = 0.005
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +95,10 @@ class Gateway:
         tls: TlsSystemConfig | None = None,
         faults: FaultTable | None = None,
         control: ControlConfig | None = None,
+        resources: Resources | None = None,
     ) -> None:
-        """``tls``: the ``tls.*`` settings (``TlsSystemConfig``) of every port and of the broker's
+        """``resources``: topics and groups created before ``run`` reports (:mod:`gateway.resources`).
+        ``tls``: the ``tls.*`` settings (``TlsSystemConfig``) of every port and of the broker's
         connections to the NameServers; by default Java's: permissive, test mode, no ``tls.enable``.
         ``faults``: fault rules the servers consult (:mod:`gateway.transport.faults`; None: none,
         unless ``control`` is given); ``control``: serve the HTTP control endpoint there."""
@@ -110,6 +115,7 @@ class Gateway:
         self.faults = faults if faults is not None or control is None else FaultTable(trio.sleep)
         self.control_config = control
         self.control: ControlServer | None = None
+        self.resources = resources or Resources()
         #: tls.server.mode and the certificate of the remoting ports, shared by all of them.
         self.remoting_tls = remoting_server_tls(self.tls)
         self._stop = trio.Event()
@@ -133,6 +139,7 @@ class Gateway:
                 self.broker = BrokerApp(config, self._with_tls(self.broker_spec.server), client_tls, faults)
                 server = await nursery.start(self.broker.run)
                 broker_addr = loopback_if_wildcard(server.addresses[0])
+                await self.declare(self.resources)
             grpc_addr = None
             if self.broker is not None and self.broker_spec is not None and self.broker_spec.grpc is not None:
                 mode = self.tls.server_mode
@@ -140,7 +147,7 @@ class Gateway:
                 grpc_addr = loopback_if_wildcard(self.grpc.addresses[0])
             control_addr = None
             if self.control_config is not None and self.faults is not None:
-                api = ControlApi(self.faults, self._store)
+                api = ControlApi(self.faults, self._store, self.reset, self._controller)
                 self.control = await ControlServer.bind(api, self.control_config)
                 control_addr = loopback_if_wildcard(await nursery.start(self.control.run))
             task_status.started(Endpoints(namesrv_addr, broker_addr, grpc_addr, control_addr))
@@ -160,6 +167,42 @@ class Gateway:
     def _store(self) -> MessageStore | None:
         """The running broker's store, for the control endpoint (None: no broker here)."""
         return self.broker.broker.store if self.broker is not None else None
+
+    async def declare(self, resources: Resources) -> None:
+        """Create ``resources`` in the broker and, with a NameServer in this process, wait until
+        its route table has every declared topic (so a client's first route query finds them).
+        Raises ``TimeoutError`` when the registration does not arrive within ``DECLARE_TIMEOUT_S``."""
+        if self.broker is None or not resources:
+            return
+        controller = self.broker.controller
+        apply_resources(controller.topics, controller.groups, resources)
+        if self.namesrv is None:
+            return
+        names = [topic.topic_name for topic in resources.topics]
+        with trio.fail_after(DECLARE_TIMEOUT_S):
+            while any(name not in self.namesrv.routes.topic_queues for name in names):  # noqa: ASYNC110 - another component's plain state
+                await trio.sleep(DECLARE_POLL_S)
+
+    def reset(self) -> dict[str, int]:
+        """Empty the gateway for the next test (:func:`broker.reset.reset_broker`, the deleted
+        topics' routes in the NameServer, every fault rule); call in the servers' Trio thread.
+        Returns what went, by kind."""
+        from broker.reset import reset_broker
+
+        removed: dict[str, int] = {}
+        if self.broker is not None:
+            report, deleted = reset_broker(self.broker.controller)
+            removed.update(report.to_obj())
+            if self.namesrv is not None:
+                for topic in deleted:
+                    self.namesrv.routes.delete_topic(topic)
+        if self.faults is not None:
+            removed["faults"] = self.faults.clear()
+        return removed
+
+    def _controller(self) -> BrokerController | None:
+        """The running broker's state, for the control endpoint (None: no broker here)."""
+        return self.broker.controller if self.broker is not None else None
 
     def _with_tls(self, server: ServerConfig) -> ServerConfig:
         return server if server.tls is not None else dataclasses.replace(server, tls=self.remoting_tls)
@@ -336,6 +379,7 @@ def standalone_gateway(
     tls: TlsSystemConfig | None = None,
     faults: FaultTable | None = None,
     control_port: int | None = None,
+    resources: Resources | None = None,
 ) -> Gateway:
     """A NameServer and a Broker in one process, the broker storing under ``store_dir`` and
     registering to the NameServer. ``properties`` are RocketMQ ``broker.conf`` / ``namesrv.conf``
@@ -343,7 +387,7 @@ def standalone_gateway(
     (0: any free port; None: off); ``tls``: the ``tls.*`` settings; ``faults``: the fault rules
     the servers consult; ``control_port``: the HTTP control endpoint's port (None: off); raises
     ``ValueError`` for a malformed or out-of-range value (:func:`check_specs`); keys no component
-    reads are logged."""
+    reads are logged; ``resources``: topics and groups created before the gateway reports."""
     props = {**(properties or {}), "storePathRootDir": store_dir}
     namesrv = NamesrvSpec(NamesrvConfig.from_properties(props), ServerConfig(host=host, port=namesrv_port))
     broker = BrokerSpec(
@@ -355,4 +399,4 @@ def standalone_gateway(
     check_specs(namesrv, broker, tls)
     log_unused_property_keys(properties or {}, namesrv=True, broker=True)
     control = None if control_port is None else ControlConfig(host, control_port)
-    return Gateway(namesrv, broker, tls, faults, control)
+    return Gateway(namesrv, broker, tls, faults, control, resources)

@@ -7,7 +7,8 @@ modules into C extensions. Java has no counterpart: the JIT does this for Rocket
 
 The extensions are never written next to the sources. CPython prefers an in-place ``.so`` over the
 ``.py`` of the same name, so a stale one would silently mask a source edit. Instead
-``main(["build"])`` (run by ``scripts/setup.sh``) compiles into ``build/native/`` (gitignored) and
+``main(["build"])`` (run by ``scripts/build-native.sh``: from ``scripts/setup.sh``, in the
+background for ``scripts/run``) compiles into ``build/native/`` (gitignored) and
 records there a stamp: the SHA-256 of every compiled source. At interpreter start-up
 (``rmq_gateway_native.pth``, written into the virtualenv by ``scripts/setup.sh``) :func:`activate`
 hashes the sources again and, only if every hash matches, puts a finder first on ``sys.meta_path``
@@ -161,7 +162,7 @@ def check(root: Path = REPO, build_dir: Path = BUILD_DIR) -> tuple[dict[str, str
     try:
         stamp = json.loads((build_dir / STAMP).read_text())
     except (OSError, ValueError):
-        return None, "pure: not compiled (scripts/setup.sh compiles when a C compiler exists)"
+        return None, "pure: not compiled (yet: scripts/setup.sh compiles when a C compiler exists)"
     if stamp.get("ext_suffix") != sysconfig.get_config_var("EXT_SUFFIX"):
         return None, "pure: compiled for another Python"
     packages = stamp["packages"]

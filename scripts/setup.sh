@@ -27,21 +27,20 @@ if [ ! -f "$stamp" ] && [ ! -f "$full" ]; then
 fi
 # The hot path compiled with mypyc (gateway/native.py, docs/send-path-performance.md) into
 # build/native/, loaded at start-up (the .pth file below) only while its stamp matches the sources;
-# recompiled here whenever they changed. No C compiler, or a failed compile: the pure-Python modules
-# run, said in one line. RMQ_GATEWAY_PURE=1 skips the compile (and the compiled modules at run time).
+# recompiled whenever they changed (scripts/build-native.sh). No C compiler, or a failed compile:
+# the pure-Python modules run, said in one line. RMQ_GATEWAY_PURE=1 skips the compile (and the
+# compiled modules at run time). SETUP_NATIVE=background (scripts/run) does not wait for the
+# compile: it runs detached and niced, this start runs pure and the next one loads the build.
 site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 echo 'import gateway.native; gateway.native.activate()' >"$site/rmq_gateway_native.pth"
 native() { .venv/bin/python -c 'import sys, gateway.native as n; sys.exit(n.main(sys.argv[1:]))' "$@"; }
 if [ "${RMQ_GATEWAY_PURE:-0}" != 1 ] && [ "$(native status)" != "compiled: $(native packages)" ]; then
-  mkdir -p build/native
-  if ! command -v "${CC:-cc}" >/dev/null; then
-    echo "setup: no C compiler (${CC:-cc}): the pure-Python modules run" >&2
-  elif ! { .venv/bin/python -c 'import mypyc' 2>/dev/null ||
-    .venv/bin/pip install --disable-pip-version-check -e ".[native]"; } >build/native/build.log 2>&1 ||
-    ! native build >>build/native/build.log 2>&1; then
-    echo "setup: mypyc compile failed (build/native/build.log): the pure-Python modules run" >&2
+  if [ "${SETUP_NATIVE:-wait}" = background ] && command -v setsid >/dev/null && command -v flock >/dev/null; then
+    mkdir -p build/native
+    setsid -f nice -n 19 bash scripts/build-native.sh --if-free </dev/null >/dev/null 2>&1
+    echo "setup: compiling the hot path in the background (build/native/build.log): this start runs pure" >&2
   else
-    tail -1 build/native/build.log
+    bash scripts/build-native.sh
   fi
 fi
 # The gRPC message classes, generated from the .proto (also done by setup.py when pip builds).

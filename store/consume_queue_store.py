@@ -6,6 +6,7 @@ Loading maps every queue found on disk; queues are created on first dispatch.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Iterator
@@ -95,6 +96,19 @@ class ConsumeQueueStore:
     def close(self) -> None:
         for cq in self.queues.values():
             cq.close()
+
+    def destroy_topics(self, topics: set[str]) -> list[tuple[str, int]]:
+        """Close and delete the queues of ``topics`` with their files (``deleteTopics``); returns
+        the ``(topic, queue id)`` of each queue gone."""
+        gone = [key for key in self.queues if key[0] in topics]
+        for key in gone:
+            cq = self.queues.pop(key)
+            cq.close()
+            cq.destroy()
+        for topic in {topic for topic, _ in gone}:
+            with contextlib.suppress(OSError):  # something else left in it: kept
+                os.rmdir(os.path.join(self.root, topic))
+        return gone
 
     def destroy(self) -> None:
         for cq in self.queues.values():

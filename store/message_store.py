@@ -374,6 +374,15 @@ class MessageStore(MessageReader):
 
     # -- flushing --------------------------------------------------------------------------------
 
+    def delete_topics(self, topics: set[str]) -> int:
+        """``DefaultMessageStore.deleteTopics``: delete the consume queues of ``topics`` and forget
+        their next queue offsets (a later message of such a topic starts at queue offset 0); the
+        commit log keeps its bytes until they expire. Returns how many queues went."""
+        gone = self.queues.destroy_topics(topics)
+        for key in gone:
+            self.queue_offsets.pop(key, None)
+        return len(gone)
+
     def flush_up_to(self, offset: int) -> int:
         """``msync`` the commit log up to at least ``offset``; returns the flushed offset.
 

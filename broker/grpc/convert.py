@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import socket
 
+from broker.grpc.namespace import resource_of
 from codec.message import MessageRecord, MessageSysFlag
 from codec.properties import decode_properties
 from gateway.transport.address import join_address
@@ -75,5 +76,5 @@ def to_message(record: MessageRecord, props: dict[str, str] | None = None) -> pb
         system.trace_context = props["TRACE_CONTEXT"]
     user = {k: v for k, v in props.items() if k not in SYSTEM_PROPERTIES}
     return pb.Message(
-        topic=pb.Resource(name=record.topic), user_properties=user, system_properties=system, body=record.body
+        topic=resource_of(record.topic), user_properties=user, system_properties=system, body=record.body
     )

@@ -9,6 +9,12 @@ JSON value out. :mod:`gateway.control.server` speaks HTTP around it.
 ``DELETE /faults/{id}``                    204, or 404
 ``DELETE /faults``                         200 ``{"removed": n}``
 ``GET /topics/{topic}/messages?limit=N``   200: the topic's stored messages (store order)
+``GET /groups/{group}/offsets?topic=T``    200: per topic and queue, the broker offset, the
+                                           group's offset, the lag; 404 for an unknown group
+``GET /groups/{group}/retry?limit=N``      200: messages sent back for a retry (``delayed``)
+``GET /groups/{group}/dlq?limit=N``        200: the group's dead letters
+``POST /reset``                            200: what went (topics, groups, queues, offsets,
+                                           faults): the gateway emptied for the next test
 =========================================  ==================================================
 
 Errors are ``{"error": "..."}`` with a 4xx status: 400 for a body that is not a JSON object or
@@ -24,6 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from broker.controller import BrokerController
+from gateway.control.consumption import UnknownGroupError, dlq_messages, group_offsets, retry_messages
 from gateway.control.messages import DEFAULT_LIMIT, MAX_LIMIT, stored_messages
 from gateway.transport.faults import FaultRuleError, FaultTable
 from store.message_reader import MessageReader
@@ -45,9 +53,20 @@ class ControlApi:
     """The routes of the module docstring over a fault table and, when this process runs a
     broker, its store (``store_of`` returns None otherwise)."""
 
-    def __init__(self, faults: FaultTable, store_of: Callable[[], MessageReader | None]) -> None:
+    def __init__(
+        self,
+        faults: FaultTable,
+        store_of: Callable[[], MessageReader | None],
+        reset: Callable[[], dict[str, int]] | None = None,
+        controller_of: Callable[[], BrokerController | None] | None = None,
+    ) -> None:
+        """``reset``: empties the gateway (:meth:`gateway.launcher.Gateway.reset`);
+        ``controller_of``: the running broker's state, for the group routes. None: those routes
+        answer 404."""
         self.faults = faults
         self.store_of = store_of
+        self.reset = reset
+        self.controller_of = controller_of or (lambda: None)
 
     def handle(self, method: str, target: str, body: bytes) -> Reply:
         """The reply to one request; never raises for what a client sent."""
@@ -58,6 +77,16 @@ class ControlApi:
             return Reply(200, {"status": "ok"}) if method in ("GET", "HEAD") else _not_allowed(method, "GET")
         if parts == ["faults"]:
             return self._faults(method, body)
+        if len(parts) == 3 and parts[0] == "groups" and parts[2] in ("offsets", "retry", "dlq"):
+            if method != "GET":
+                return _not_allowed(method, "GET")
+            return self._group(parts[1], parts[2], query)
+        if parts == ["reset"]:
+            if method != "POST":
+                return _not_allowed(method, "POST")
+            if self.reset is None:
+                return _error(404, "no broker in this process")
+            return Reply(200, self.reset())
         if len(parts) == 2 and parts[0] == "faults":
             return self._fault(method, parts[1])
         if len(parts) == 3 and parts[0] == "topics" and parts[2] == "messages":
@@ -100,13 +129,35 @@ class ControlApi:
         store = self.store_of()
         if store is None:
             return _error(404, "no broker in this process")
-        limit = DEFAULT_LIMIT
-        if "limit" in query:
-            text = query["limit"][-1]
-            if not text.isdigit() or not 0 < int(text) <= MAX_LIMIT:
-                return _error(400, f"limit: {text!r} is not a number in 1..{MAX_LIMIT}")
-            limit = int(text)
+        limit = _limit(query)
+        if isinstance(limit, Reply):
+            return limit
         return Reply(200, stored_messages(store, topic, limit))
+
+    def _group(self, group: str, what: str, query: dict[str, list[str]]) -> Reply:
+        controller = self.controller_of()
+        if controller is None:
+            return _error(404, "no broker in this process")
+        if what == "offsets":
+            try:
+                return Reply(200, group_offsets(controller, group, query.get("topic", [None])[-1]))
+            except UnknownGroupError as err:
+                return _error(404, str(err))
+        limit = _limit(query)
+        if isinstance(limit, Reply):
+            return limit
+        read = retry_messages if what == "retry" else dlq_messages
+        return Reply(200, read(controller, group, limit))
+
+
+def _limit(query: dict[str, list[str]]) -> int | Reply:
+    """The ``limit`` of a query (DEFAULT_LIMIT when absent), or the 400 reply for a bad one."""
+    if "limit" not in query:
+        return DEFAULT_LIMIT
+    text = query["limit"][-1]
+    if not text.isdigit() or not 0 < int(text) <= MAX_LIMIT:
+        return _error(400, f"limit: {text!r} is not a number in 1..{MAX_LIMIT}")
+    return int(text)
 
 
 def _not_allowed(method: str, allowed: str) -> Reply:

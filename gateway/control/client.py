@@ -25,20 +25,18 @@ DEFAULT_TIMEOUT_S = 10.0
 POLL_INTERVAL_S = 0.05  # how often a waiting reader looks again
 
 
-def wait_for_messages(
-    read: Callable[[], list[dict[str, Any]]], topic: str, wait_for: int, timeout_s: float
+def wait_for_count(
+    read: Callable[[], list[dict[str, Any]]], wait_for: int, timeout_s: float, what: str
 ) -> list[dict[str, Any]]:
-    """``read()`` again until it returns at least ``wait_for`` messages of ``topic``; raises
-    ``TimeoutError`` (with how many there were) when that takes over ``timeout_s``."""
+    """``read()`` again until it returns at least ``wait_for`` items; raises ``TimeoutError``
+    (naming how many of ``what`` there were) when that takes over ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while True:
-        messages = read()
-        if len(messages) >= wait_for:
-            return messages
+        found = read()
+        if len(found) >= wait_for:
+            return found
         if time.monotonic() >= deadline:
-            raise TimeoutError(
-                f"{len(messages)} of {wait_for} messages of {topic} stored after {timeout_s:g} s"
-            )
+            raise TimeoutError(f"{len(found)} of {wait_for} {what} after {timeout_s:g} s")
         time.sleep(POLL_INTERVAL_S)
 
 
@@ -103,9 +101,62 @@ class ControlClient:
         """The stored messages of ``topic``, once there are at least ``wait_for`` of them; raises
         ``TimeoutError`` (with how many there were) when that takes over ``timeout_s``."""
         path = f"/topics/{quote(topic, safe='')}/messages"
+        return self._wait_for_count(path, limit, wait_for, timeout_s, f"messages of {topic} stored")
+
+    def group_offsets(
+        self,
+        group: str,
+        topic: str | None = None,
+        *,
+        max_lag: int | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> dict[str, Any]:
+        """``GET /groups/{group}/offsets``, once the group's total lag is at most ``max_lag``
+        (None: at once); raises ``TimeoutError`` when it is not within ``timeout_s`` and
+        :class:`ControlError` (404) for a group the broker does not know."""
+        path = f"/groups/{quote(group, safe='')}/offsets"
+        if topic is not None:
+            path += f"?topic={quote(topic, safe='')}"
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                offsets = dict(self._call("GET", path))
+            except ControlError as err:
+                if err.status != 404 or max_lag is None or time.monotonic() >= deadline:
+                    raise
+            else:
+                if max_lag is None or offsets["lag"] <= max_lag:
+                    return offsets
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(
+                        f"lag of {group} is {offsets['lag']}, not at most {max_lag}, after {timeout_s:g} s"
+                    )
+            time.sleep(POLL_INTERVAL_S)
+
+    def retry_messages(
+        self, group: str, *, wait_for: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """``GET /groups/{group}/retry``, once there are at least ``wait_for``."""
+        path = f"/groups/{quote(group, safe='')}/retry"
+        return self._wait_for_count(path, limit, wait_for, timeout_s, f"retries of {group}")
+
+    def dlq_messages(
+        self, group: str, *, wait_for: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """``GET /groups/{group}/dlq``, once there are at least ``wait_for``."""
+        path = f"/groups/{quote(group, safe='')}/dlq"
+        return self._wait_for_count(path, limit, wait_for, timeout_s, f"dead letters of {group}")
+
+    def _wait_for_count(
+        self, path: str, limit: int | None, wait_for: int, timeout_s: float, what: str
+    ) -> list[dict[str, Any]]:
         if limit is not None:
             path += f"?limit={limit}"
-        return wait_for_messages(lambda: list(self._call("GET", path)), topic, wait_for, timeout_s)
+        return wait_for_count(lambda: list(self._call("GET", path)), wait_for, timeout_s, what)
+
+    def reset(self) -> dict[str, int]:
+        """Empty the gateway (``POST /reset``); returns what went, by kind."""
+        return dict(self._call("POST", "/reset"))
 
     def health(self) -> bool:
         return self.request("GET", "/health")[0] == 200

@@ -36,12 +36,13 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Self, cast
 
 from testcontainers.core.container import DockerContainer
 
 from gateway.control.client import ControlClient, RemoteFaults
+from gateway.resources import GROUPS_ENV, TOPICS_ENV
 from gateway.testing.ports import free_port
 from gateway.testing.probe import ProbeError, ProbeResult, probe
 
@@ -57,7 +58,8 @@ class RocketMQGatewayContainer(DockerContainer):
     """``rmq-gateway standalone`` (NameServer + Broker) in a container; see the module docstring.
 
     ``properties`` are Java broker.conf keys (``{"flushDiskType": "SYNC_FLUSH"}``), passed as
-    ``RMQ_PROP_<key>`` variables to the image's entrypoint.
+    ``RMQ_PROP_<key>`` variables to the image's entrypoint; ``topics`` / ``groups`` (``"orders:8:FIFO"``,
+    ``"billing:retryMaxTimes=3"``) are created before the gateway is ready.
     """
 
     def __init__(
@@ -73,6 +75,8 @@ class RocketMQGatewayContainer(DockerContainer):
         broker_name: str = "broker-a",
         publish_host: str = LOOPBACK,
         properties: Mapping[str, str] | None = None,
+        topics: Sequence[str] = (),
+        groups: Sequence[str] = (),
         startup_timeout: float = STARTUP_TIMEOUT_S,
         **kwargs: Any,
     ) -> None:
@@ -103,6 +107,10 @@ class RocketMQGatewayContainer(DockerContainer):
             self._broker_ip1 = broker_ip1
         for key, value in (properties or {}).items():
             self.with_env(f"RMQ_PROP_{key}", value)
+        if topics:  # created before ready (gateway.resources): NAME[:QUEUES[:TYPE]]
+            self.with_env(TOPICS_ENV, ",".join(topics))
+        if groups:  # NAME[:KEY=VALUE,...]
+            self.with_env(GROUPS_ENV, ";".join(groups))
 
     def _host(self) -> str:
         if self.network_mode == "host":
@@ -127,6 +135,12 @@ class RocketMQGatewayContainer(DockerContainer):
     def get_control_address(self) -> str:
         """``host:port`` of the HTTP control endpoint (docs/testing-with-gateway.md)."""
         return f"{self._host()}:{self.control_port}"
+
+    @property
+    def control(self) -> ControlClient:
+        """The control endpoint's client: ``group_offsets``, ``retry_messages``, ``dlq_messages``,
+        ``reset`` and the rest of :class:`gateway.control.client.ControlClient`."""
+        return ControlClient(self.get_control_address())
 
     @property
     def faults(self) -> RemoteFaults:

@@ -25,6 +25,15 @@ Faults on demand (docs/testing-with-gateway.md): :attr:`InProcessGateway.faults`
 
 ``control_port=0`` serves the HTTP control endpoint too (:attr:`InProcessGateway.control_addr`).
 
+Tests on one gateway (docs/testing-with-gateway.md): ``InProcessGateway(topics=["orders:8:FIFO"],
+groups=["billing:retryMaxTimes=3"])`` and :meth:`InProcessGateway.declare` create topics and
+groups up front; :meth:`InProcessGateway.reset` empties the gateway in place;
+:meth:`InProcessGateway.group_offsets`, :meth:`InProcessGateway.retry_messages` and
+:meth:`InProcessGateway.dlq_messages` show what a consumer group did::
+
+    gateway.group_offsets("billing", "orders", max_lag=0)   # waits until the group consumed all
+    gateway.dlq_messages("billing", wait_for=1)
+
 Every file the servers write lives in the store directory
 (a temporary one unless given), including the NameServer's KV config, which would otherwise go
 to ``~/namesrv``: the state is independent of ``HOME``.
@@ -39,23 +48,28 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import trio
 
+from gateway.resources import parse_specs
 from gateway.testing.probe import wait_ready
 from gateway.transport.faults import FaultTable
 
 if TYPE_CHECKING:
+    from broker.controller import BrokerController
     from gateway.launcher import Endpoints, Gateway
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
 READY_TIMEOUT_S = 30.0  # bind + register; ~0.2 s normally
 STOP_TIMEOUT_S = 20.0  # graceful stop: in-flight requests, unregistration, flush
+POLL_INTERVAL_S = 0.02  # stored_messages(wait_for=...) looks again this often
 
 
 class InProcessGateway:
@@ -72,9 +86,15 @@ class InProcessGateway:
         properties: Mapping[str, str] | None = None,
         control_port: int | None = None,
         fault_seed: int | None = None,
+        topics: Sequence[str] = (),
+        groups: Sequence[str] = (),
     ) -> None:
         """``control_port``: serve the HTTP control endpoint there (0: any free port; None: off);
-        ``fault_seed``: seeds the RNG of rules with a ``probability``."""
+        ``fault_seed``: seeds the RNG of rules with a ``probability``; ``topics`` / ``groups``:
+        declarations (``"orders:8:FIFO"``, ``"billing:retryMaxTimes=3"``, :mod:`gateway.resources`)
+        created before :meth:`start` returns. Raises
+        :class:`gateway.resources.ResourceSpecError` for a bad declaration."""
+        self.resources = parse_specs(topics, groups)
         self._own_dir = store_dir is None
         self.store_dir = Path(store_dir or tempfile.mkdtemp(prefix="rmq-gw-"))
         self.host = host
@@ -138,19 +158,102 @@ class InProcessGateway:
         are at least ``wait_for``. Read in the servers' thread through the store's reader: no
         consumer offset moves. Raises ``TimeoutError`` when ``wait_for`` are not there within
         ``timeout_s``, ``RuntimeError`` when the gateway is not running."""
-        from gateway.control.client import wait_for_messages
         from gateway.control.messages import stored_messages
 
-        gateway, token = self._gateway, self._token
-        if gateway is None or token is None or gateway.broker is None:
-            raise RuntimeError("gateway not started")
-        store = gateway.broker.broker.store
-        return wait_for_messages(
-            lambda: trio.from_thread.run_sync(stored_messages, store, topic, limit, trio_token=token),
-            topic,
-            wait_for,
-            timeout_s,
+        store = self._controller().store
+        return self._wait_for_count(
+            lambda: stored_messages(store, topic, limit), wait_for, timeout_s, f"messages of {topic} stored"
         )
+
+    def group_offsets(
+        self, group: str, topic: str | None = None, *, max_lag: int | None = None, timeout_s: float = 10.0
+    ) -> dict[str, Any]:
+        """The group's committed offsets and lag per topic and queue
+        (:func:`gateway.control.consumption.group_offsets`), once its total lag is at most
+        ``max_lag`` (None: at once). Raises ``TimeoutError`` (with the last lag) when it is not
+        within ``timeout_s``, ``LookupError`` for a group the broker has never heard of (checked
+        until the deadline when waiting), ``RuntimeError`` when the gateway is not running."""
+        from gateway.control.consumption import UnknownGroupError, group_offsets
+
+        controller = self._controller()
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                offsets = self._in_servers(lambda: group_offsets(controller, group, topic))
+            except UnknownGroupError:
+                if max_lag is None or time.monotonic() >= deadline:
+                    raise
+            else:
+                if max_lag is None or offsets["lag"] <= max_lag:
+                    return offsets
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(
+                        f"lag of {group} is {offsets['lag']}, not at most {max_lag}, after {timeout_s:g} s"
+                    )
+            time.sleep(POLL_INTERVAL_S)
+
+    def retry_messages(
+        self, group: str, *, wait_for: int = 0, timeout_s: float = 10.0, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        """The group's messages sent back for a retry (``"delayed": true`` while they wait for
+        their delay; :func:`gateway.control.consumption.retry_messages`), once there are at least
+        ``wait_for``; raises as :meth:`stored_messages`."""
+        from gateway.control.consumption import retry_messages
+
+        controller = self._controller()
+        return self._wait_for_count(
+            lambda: retry_messages(controller, group, limit), wait_for, timeout_s, f"retries of {group}"
+        )
+
+    def dlq_messages(
+        self, group: str, *, wait_for: int = 0, timeout_s: float = 10.0, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        """The group's dead letters (``%DLQ%group``), once there are at least ``wait_for``;
+        raises as :meth:`stored_messages`."""
+        from gateway.control.consumption import dlq_messages
+
+        controller = self._controller()
+        return self._wait_for_count(
+            lambda: dlq_messages(controller, group, limit), wait_for, timeout_s, f"dead letters of {group}"
+        )
+
+    def _controller(self) -> BrokerController:
+        gateway = self._gateway
+        if gateway is None or self._token is None or gateway.broker is None:
+            raise RuntimeError("gateway not started")
+        return gateway.broker.controller
+
+    def _in_servers(self, read: Callable[[], T]) -> T:
+        """``read()`` in the servers' Trio thread (between requests)."""
+        return trio.from_thread.run_sync(read, trio_token=self._token)
+
+    def _wait_for_count(
+        self, read: Callable[[], list[dict[str, Any]]], wait_for: int, timeout_s: float, what: str
+    ) -> list[dict[str, Any]]:
+        from gateway.control.client import wait_for_count
+
+        return wait_for_count(lambda: self._in_servers(read), wait_for, timeout_s, what)
+
+    def declare(self, topics: Sequence[str] = (), groups: Sequence[str] = ()) -> None:
+        """Create these topics and groups on the running gateway (the same declarations as the
+        constructor's); returns once the NameServer routes the topics. Raises
+        :class:`gateway.resources.ResourceSpecError` for a bad one, ``RuntimeError`` when the
+        gateway is not running."""
+        resources = parse_specs(topics, groups)
+        gateway, token = self._gateway, self._token
+        if gateway is None or token is None:
+            raise RuntimeError("gateway not started")
+        trio.from_thread.run(gateway.declare, resources, trio_token=token)
+
+    def reset(self) -> dict[str, int]:
+        """Empty the gateway for the next test, in the servers' thread (a few milliseconds): every
+        topic but the system ones with its messages, every group but the system ones, every
+        consumer offset, every fault rule (:meth:`gateway.launcher.Gateway.reset`). Returns what
+        went, by kind; raises ``RuntimeError`` when the gateway is not running."""
+        gateway, token = self._gateway, self._token
+        if gateway is None or token is None:
+            raise RuntimeError("gateway not started")
+        return trio.from_thread.run_sync(gateway.reset, trio_token=token)
 
     def start(self, timeout: float = READY_TIMEOUT_S) -> Self:
         """Start the servers and return once both accept connections and the broker registered
@@ -171,6 +274,7 @@ class InProcessGateway:
             grpc_port=self.grpc_port,
             faults=self.faults,
             control_port=self.control_port,
+            resources=self.resources,
         )
         self._thread = threading.Thread(target=self._run, name="rmq-gateway", daemon=True)
         self._thread.start()

@@ -27,17 +27,36 @@ them after the test, so one test's faults never reach the next::
 
     def test_retry_on_busy(rmq_namesrv: str, rmq_faults: FaultTable) -> None:
         rmq_faults.add(request="SEND_MESSAGE_V2", respond=2, times=2)   # SYSTEM_BUSY twice
+
+Isolation per test on the shared gateway: ``rmq_namespace`` gives each test its own namespace
+(:class:`gateway.testing.namespace.TestNamespace`, named after the test), to hand to the clients
+(``setNamespace(rmq_namespace.name)``), so tests can reuse topic and group names; a test that
+wants a broker with nothing in it asks for ``rmq_clean_gateway``, which empties the gateway
+(:meth:`InProcessGateway.reset`: topics, groups, offsets, messages, faults) before the test::
+
+    def test_orders(rmq_namesrv: str, rmq_namespace: TestNamespace) -> None:
+        consumer.setNamespace(rmq_namespace.name)
+
+Topics and groups declared up front: the ``rmq_topics`` and ``rmq_groups`` markers of every
+collected test (on a test, class or module) are created before the session's gateway is ready,
+so a test's first route query finds them with their queues and message type; the fixture
+``rmq_clean_gateway`` declares its test's again after emptying the gateway::
+
+    @pytest.mark.rmq_topics("orders:8:FIFO", "audit")
+    @pytest.mark.rmq_groups("billing:consumeMessageOrderly=true")
+    def test_fifo(rmq_grpc_endpoint: str) -> None: ...
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 import pytest
 
 from gateway.testing.inprocess import InProcessGateway
+from gateway.testing.namespace import TestNamespace, namespace_for
 
 if TYPE_CHECKING:
     from gateway.testing.container import RocketMQGatewayContainer
@@ -53,11 +72,37 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "rmq_topics(*specs): topics (NAME[:QUEUES[:TYPE]]) the rmq_gateway fixture creates before ready",
+    )
+    config.addinivalue_line(
+        "markers",
+        "rmq_groups(*specs): consumer groups (NAME[:KEY=VALUE,...]) the rmq_gateway fixture creates",
+    )
+
+
+def declared_by_markers(items: Iterable[pytest.Item]) -> tuple[list[str], list[str]]:
+    """The topic and group specs of every ``rmq_topics`` / ``rmq_groups`` marker of ``items``
+    (tests, their classes and modules), each once, in order."""
+    topics: dict[str, None] = {}
+    groups: dict[str, None] = {}
+    for item in items:
+        for marker in item.iter_markers("rmq_topics"):
+            topics.update(dict.fromkeys(str(spec) for spec in marker.args))
+        for marker in item.iter_markers("rmq_groups"):
+            groups.update(dict.fromkeys(str(spec) for spec in marker.args))
+    return list(topics), list(groups)
+
+
 @pytest.fixture(scope="session")
-def rmq_gateway() -> Iterator[InProcessGateway]:
+def rmq_gateway(request: pytest.FixtureRequest) -> Iterator[InProcessGateway]:
     """An in-process NameServer + Broker on free ports of 127.0.0.1 with a temporary store
-    (removed at the end)."""
-    gateway = InProcessGateway()
+    (removed at the end), with the topics and groups of every collected test's ``rmq_topics``
+    and ``rmq_groups`` markers."""
+    topics, groups = declared_by_markers(request.session.items)
+    gateway = InProcessGateway(topics=topics, groups=groups)
     gateway.start()
     try:
         yield gateway
@@ -78,6 +123,22 @@ def rmq_faults(rmq_gateway: InProcessGateway) -> Iterator[FaultTable]:
         yield rmq_gateway.faults
     finally:
         rmq_gateway.faults.clear()
+
+
+@pytest.fixture
+def rmq_namespace(request: pytest.FixtureRequest) -> TestNamespace:
+    """A namespace of this test's own (its name, plus a random suffix)."""
+    return namespace_for(request.node.name)
+
+
+@pytest.fixture
+def rmq_clean_gateway(request: pytest.FixtureRequest, rmq_gateway: InProcessGateway) -> InProcessGateway:
+    """The in-process gateway, emptied before the test (:meth:`InProcessGateway.reset`), with
+    this test's ``rmq_topics`` / ``rmq_groups`` declared again."""
+    rmq_gateway.reset()
+    topics, groups = declared_by_markers([request.node])
+    rmq_gateway.declare(topics, groups)
+    return rmq_gateway
 
 
 @pytest.fixture(scope="session")

@@ -44,6 +44,7 @@ final class Consume {
 
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group, boolArg("trace"), null);
         consumer.setNamesrvAddr(require("namesrv"));
+        applyNamespace(consumer);
         consumer.setVipChannelEnabled(boolArg("vip-channel"));
         consumer.setInstanceName(instance("consumer"));
         // after a failed pull (e.g. a broker restart) retry after 200 ms instead of the default 3 s

@@ -81,6 +81,7 @@ final class Produce {
 
         DefaultMQProducer producer = new DefaultMQProducer(args.getOrDefault("group", "scenario_producer"), boolArg("trace"), null);
         producer.setNamesrvAddr(require("namesrv"));
+        applyNamespace(producer);
         producer.setVipChannelEnabled(boolArg("vip-channel"));
         producer.setInstanceName(args.getOrDefault("instance", "scenario-producer-" + ProcessHandle.current().pid()));
         producer.setSendMsgTimeout(intArg("send-timeout-ms", 5000));

@@ -1,5 +1,7 @@
 package rmqcompat;
 
+import org.apache.rocketmq.client.ClientConfig;
+
 import java.io.FileDescriptor;
 import java.io.FileOutputStream;
 import java.io.PrintStream;
@@ -129,6 +131,21 @@ final class Run {
 
     static boolean boolArg(String key) {
         return Boolean.parseBoolean(args.getOrDefault(key, "false"));
+    }
+
+    /**
+     * The client's namespace: namespace= calls ClientConfig.setNamespace (4.x and 5.x: every topic and
+     * group name goes out as "ns%name"), namespace-v2= calls setNamespaceV2 (5.x only, by reflection so
+     * that these sources compile against 4.9.8 too: the client adds the "nsd" and "ns" fields to every
+     * request and wraps no name).
+     */
+    static void applyNamespace(ClientConfig config) throws Exception {
+        if (args.containsKey("namespace")) {
+            config.setNamespace(args.get("namespace"));
+        }
+        if (args.containsKey("namespace-v2")) {
+            ClientConfig.class.getMethod("setNamespaceV2", String.class).invoke(config, args.get("namespace-v2"));
+        }
     }
 
     static long remainingMs() {
