@@ -30,6 +30,20 @@ class AdminError(RuntimeError):
     """A request was answered with an error code, or not at all."""
 
 
+def describe(err: BaseException) -> str:
+    """One line for a failed call: the innermost errors of an exception group, with the cause
+    of each (trio's "all attempts to connect failed" has the refusal as its cause)."""
+    if isinstance(err, BaseExceptionGroup):
+        return "; ".join(describe(inner) for inner in err.exceptions)
+    text = str(err) or type(err).__name__
+    cause = err.__cause__
+    if isinstance(cause, BaseExceptionGroup) and cause.exceptions:
+        cause = cause.exceptions[0]
+    if isinstance(cause, OSError) and cause.strerror:
+        text += f" ({cause.strerror.lower()})"
+    return text
+
+
 def _tls_context() -> ssl.SSLContext:
     context = ssl.create_default_context()
     context.check_hostname = False
@@ -62,7 +76,7 @@ class Admin:
         try:
             return trio.run(call)
         except Exception as err:
-            raise AdminError(f"{addr}: {err or type(err).__name__}") from err
+            raise AdminError(f"{addr}: {describe(err)}") from err
 
     def _ok(self, response: RemotingCommand, what: str) -> RemotingCommand:
         if response.code != ResponseCode.SUCCESS:

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from compat_tests.tool.admin import Admin, AdminError
+from compat_tests.tool.admin import CALL_TIMEOUT_S, Admin, AdminError
 from compat_tests.tool.javaenv import JavaEnv
 from compat_tests.tool.model import (
     Context,
@@ -40,6 +40,11 @@ class RunOptions:
     timeout: float = 180.0
     keep: bool = False
     jobs: int = 2
+    grace: float = CLEANUP_GRACE_S
+
+    def admin(self, target: TargetSpec) -> Admin:
+        """An admin client whose calls wait no longer than a scenario may (a slow target)."""
+        return Admin(target, min(CALL_TIMEOUT_S, self.timeout))
 
 
 def reachable(admin: Admin) -> str | None:
@@ -85,11 +90,13 @@ def run_one(scenario: Scenario, target: TargetSpec, java: JavaEnv, options: RunO
     started = time.monotonic()
     home = options.workdir / scenario.key
     home.mkdir(parents=True, exist_ok=True)
-    ctx = Context(target, Admin(target), java, options.prefix, scenario.key, home, started + options.timeout)
+    ctx = Context(
+        target, options.admin(target), java, options.prefix, scenario.key, home, started + options.timeout
+    )
     result: list[Outcome] = []
     worker = threading.Thread(target=lambda: result.append(_execute(scenario, ctx)), daemon=True)
     worker.start()
-    worker.join(options.timeout + CLEANUP_GRACE_S)
+    worker.join(options.timeout + options.grace)
     if result:
         outcome = result[0]
     else:
@@ -113,7 +120,7 @@ def run_all(
 ) -> TargetReport:
     """Every scenario against ``target`` (``options.jobs`` at a time), outcomes in catalogue order."""
     started_wall, started = time.time(), time.monotonic()
-    problem = reachable(Admin(target))
+    problem = reachable(options.admin(target))
     if problem is not None:
         outcomes = [Outcome(s, "not run", problem) for s in scenarios]
         return TargetReport(target, outcomes, started_wall, time.monotonic() - started)

@@ -14,6 +14,7 @@ COUNT = 4
 
 def pop(ctx: Context, client: str) -> None:
     topic, group = ctx.topic(), ctx.group()
+    ctx.topics.append(f"%RETRY%{group}_{topic}")  # the POP retry topic (KeyBuilder.buildPopRetryTopic)
     sent = produce(ctx, client, topic, COUNT)
     try:
         ctx.admin.set_pop_mode(topic, group)
