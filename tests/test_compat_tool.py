@@ -223,7 +223,7 @@ def test_without_java_the_java_rows_say_what_to_install(
 def test_acl_and_tls_rows_are_selected_with_their_options_or_by_name() -> None:
     def features(*argv: str) -> set[str]:
         args = cli.parser().parse_args(["--namesrv", "127.0.0.1:9876", *argv])
-        return {s.feature for s in select(catalogue(), args.only, cli._excluded(args), args.quick)}
+        return {s.feature for s in select(catalogue(), args.only, cli.excluded(args), args.quick)}
 
     assert not {"ACL 2.0", "TLS"} & features()
     assert {"ACL 2.0", "TLS"} <= features("--access-key", "ak", "--secret-key", "sk", "--tls")

@@ -57,7 +57,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _excluded(args: argparse.Namespace) -> str:
+def excluded(args: argparse.Namespace) -> str:
     """``--exclude`` plus the rows whose option was not given (ACL without keys, TLS without
     ``--tls``), unless ``--only`` names them or ``--list`` shows everything."""
     excluded = {t for t in (args.exclude or "").split(",") if t.strip()}
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
     try:
-        scenarios = select(catalogue(), args.only, _excluded(args), args.quick)
+        scenarios = select(catalogue(), args.only, excluded(args), args.quick)
     except ValueError as err:
         p.error(str(err))
     if args.list:

@@ -17,6 +17,15 @@ from compat_tests.tool.process import Background, Finished
 
 GRACE_S = 25.0  # beyond a program's own deadline: JVM start-up and client shutdown
 PYTHON_GRPC_HINT = "needs the Python gRPC client: pip install 'rocketmq-gateway[compat]'"
+# The client programs that sign their requests with the target's keys (the others send unsigned,
+# which a cluster with ACL 2.0 on refuses: their rows are then "not run").
+SIGNING_REMOTING = ("rmqcompat.AuthScenario",)
+SIGNING_GRPC = ("Produce", "Consume")
+
+
+def _unsigned(ctx: Context, program: str, signing: tuple[str, ...]) -> None:
+    if ctx.target.access_key and program not in signing:
+        raise NotRun(f"{program} does not sign its requests (with --access-key: the ACL rows, mqadmin, gRPC)")
 
 
 def line_of(client: str) -> str:
@@ -34,6 +43,7 @@ def remoting_argv(
     ctx: Context, client: str, main_class: str, command: str, args: dict[str, object]
 ) -> list[str]:
     """The ``java`` command line of one ``rmqcompat`` program run against the target."""
+    _unsigned(ctx, main_class, SIGNING_REMOTING)
     line = line_of(client)
     classpath = ctx.java.remoting(line)
     budget = max(5.0, ctx.remaining() - GRACE_S)
@@ -74,6 +84,7 @@ def grpc_endpoint(ctx: Context) -> str:
 def grpc_java(ctx: Context, program: str, *args: str) -> Finished:
     """Run ``rmqgrpc.<program>`` (rocketmq-client-java 5.0.8) with positional ``args``."""
     endpoint = grpc_endpoint(ctx)
+    _unsigned(ctx, program, SIGNING_GRPC)
     classpath = ctx.java.grpc()
     argv = [ctx.java.java(), *JVM_OPTIONS, f"-Duser.home={ctx.home}"]
     if ctx.target.access_key and ctx.target.secret_key:

@@ -52,12 +52,25 @@ class Finished:
         return [line.split() for line in self.stdout.splitlines() if line.split()[:1] == [word]]
 
     def error(self) -> str:
-        """The program's own account of its failure: its last error event, else its stderr tail."""
+        """The program's own account of its failure: its last error event, else its first failure
+        line (``FAILED ...``), else the first exception in its stderr, else its stderr tail."""
         errors = self.of("error")
         if errors:
             return str(errors[-1].get("error", ""))[:TAIL_CHARS]
-        tail = self.stderr.strip().splitlines()[-3:]
-        return " | ".join(tail)[-TAIL_CHARS:] or f"exit status {self.code}"
+        failures = [
+            line
+            for line in self.stdout.splitlines()
+            if line.split()[:1] and line.split()[0].endswith("FAILED")
+        ]
+        if failures:
+            return failures[0][:TAIL_CHARS]
+        lines = self.stderr.strip().splitlines()
+        thrown = [
+            line.strip() for line in lines if "Exception" in line and not line.lstrip().startswith("at ")
+        ]
+        if thrown:
+            return thrown[0][:TAIL_CHARS]
+        return " | ".join(lines[-3:])[-TAIL_CHARS:] or f"exit status {self.code}"
 
     def require_ok(self, what: str) -> Finished:
         """Raise :class:`Failed` unless the program exited 0 within its limit."""

@@ -31,7 +31,10 @@ def mqadmin(ctx: Context, *args: str) -> str:
 
 def admin_views(ctx: Context) -> None:
     topic = ctx.topic()
-    produce(ctx, JAVA_533, topic, COUNT)
+    sent = remoting(
+        ctx, JAVA_533, "produce", "rmqcompat.AuthScenario", topic=topic, count=COUNT
+    )  # signs with keys
+    check(len(sent.of("sent")) == COUNT, f"sends before mqadmin: {sent.of('send-failed') or sent.error()}")
     status = mqadmin(ctx, "topicStatus", "-t", topic)
     rows = [
         line.split() for line in status.splitlines() if len(line.split()) >= 4 and line.split()[1].isdigit()
