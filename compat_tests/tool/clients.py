@@ -21,6 +21,7 @@ PYTHON_GRPC_HINT = "needs the Python gRPC client: pip install 'rocketmq-gateway[
 # which a cluster with ACL 2.0 on refuses: their rows are then "not run").
 SIGNING_REMOTING = ("rmqcompat.AuthScenario",)
 SIGNING_GRPC = ("Produce", "Consume")
+TLS_GRPC = ("Produce", "Transact")  # the others connect in plaintext
 
 
 def _unsigned(ctx: Context, program: str, signing: tuple[str, ...]) -> None:
@@ -50,7 +51,7 @@ def remoting_argv(
     argv = [ctx.java.java(), *JVM_OPTIONS, f"-Duser.home={ctx.home}"]
     argv += [f"-Drocketmq.client.logRoot={ctx.home / 'logs'}"]
     if ctx.target.tls:
-        argv.append("-Dtls.enable=true")
+        argv += ["-Dtls.enable=true", "-Dtls.test.mode.enable=true"]  # trusts any certificate
     argv += ["-cp", classpath, main_class, command, f"namesrv={ctx.target.namesrv}", f"timeout={budget:g}"]
     for key, value in args.items():
         if value is None:
@@ -85,6 +86,8 @@ def grpc_java(ctx: Context, program: str, *args: str) -> Finished:
     """Run ``rmqgrpc.<program>`` (rocketmq-client-java 5.0.8) with positional ``args``."""
     endpoint = grpc_endpoint(ctx)
     _unsigned(ctx, program, SIGNING_GRPC)
+    if ctx.target.tls and program not in TLS_GRPC:
+        raise NotRun(f"rmqgrpc.{program} connects without TLS")
     classpath = ctx.java.grpc()
     argv = [ctx.java.java(), *JVM_OPTIONS, f"-Duser.home={ctx.home}"]
     if ctx.target.access_key and ctx.target.secret_key:

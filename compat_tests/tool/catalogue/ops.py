@@ -23,7 +23,7 @@ def mqadmin(ctx: Context, *args: str) -> str:
             f"accessKey: {ctx.target.access_key}\nsecretKey: {ctx.target.secret_key}\n"
         )
     if ctx.target.tls:
-        argv.append("-Dtls.enable=true")
+        argv += ["-Dtls.enable=true", "-Dtls.test.mode.enable=true"]  # trusts any certificate
     argv += ["-cp", ctx.java.tools(), "org.apache.rocketmq.tools.command.MQAdminStartup", *args]
     process = ctx.track(Background([*argv, "-n", ctx.target.namesrv], ctx.home / "out"))
     return process.finish(ctx.remaining()).require_ok(f"mqadmin {args[0]}").stdout
