@@ -1,0 +1,127 @@
+"""``rmq-compat`` (compat_tests/tool, docs/compat-tool.md) run as a user runs it, against real
+servers: our gateway with every feature on (``--quick``: every row passes), our gateway lacking a
+feature and without a gRPC endpoint (those rows say why, the rest pass), and the real Apache
+RocketMQ 5.3.3 broker beside ours (``--against``: no differences). The tool's logic without
+servers is tested in tests/test_compat_tool.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compat_tests.reference import REFERENCE_LIB
+from compat_tests.targets import REPO, GatewayTarget, ReferenceTarget
+
+pytestmark = [pytest.mark.compat, pytest.mark.slow]
+
+TOOL_TIMEOUT_S = 900.0  # a whole --quick run on a loaded 2-core machine
+# Every feature of the catalogue on: SQL92 filtering and recall are off by default (as in Java),
+# and a check-back of an open transaction comes within seconds rather than a minute.
+ALL_FEATURES = {
+    "enablePropertyFilter": "true",
+    "recallMessageEnable": "true",
+    "transactionTimeOut": "3000",
+    "transactionCheckInterval": "1000",
+}
+
+
+def grpc_address(target: GatewayTarget) -> str:
+    found = re.search(r"ready: .*grpc=(\S+)", target.log.read_text(errors="replace"))
+    assert found, "no gRPC address in the gateway's ready line"
+    return found.group(1)
+
+
+def rmq_compat(home: Path, *args: str) -> tuple[int, str, dict[str, Any]]:
+    """Run the tool (the ``rmq-compat`` entry point) with ``--json``; exit status, stdout, report."""
+    out = home / "report.json"
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "compat_tests.tool.cli", *args, "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=TOOL_TIMEOUT_S,
+        cwd=REPO,
+        env={**os.environ, "HOME": str(home)},
+        check=False,
+    )
+    print(f"rmq-compat {' '.join(args)}: {time.monotonic() - started:.0f} s\n{result.stdout}")
+    assert out.is_file(), result.stderr[-3000:]
+    return result.returncode, result.stdout, json.loads(out.read_text())
+
+
+def rows(report: dict[str, Any], index: int = 0) -> dict[str, dict[str, Any]]:
+    return {r["id"]: r for r in report["targets"][index]["results"]}
+
+
+@pytest.fixture
+def java() -> None:
+    if shutil.which("java") is None or not REFERENCE_LIB.is_dir():
+        pytest.fail("java or the reference jars are missing: run scripts/setup-java.sh")
+
+
+@pytest.fixture
+def ours(java: None, tmp_path: Path) -> Iterator[GatewayTarget]:
+    target = GatewayTarget(tmp_path / "gateway", ALL_FEATURES)
+    try:
+        yield target
+    finally:
+        target.discard()
+
+
+def test_quick_run_against_our_gateway_passes_every_row(ours: GatewayTarget, tmp_path: Path) -> None:
+    # Four at a time: most of a scenario's time is waiting (a check-back, a retry's delay level).
+    address = ("--namesrv", ours.namesrv_addr, "--grpc", grpc_address(ours))
+    code, _, report = rmq_compat(tmp_path, *address, "--quick", "--jobs", "4")
+    failing = {k: (r["status"], r["reason"]) for k, r in rows(report).items() if r["status"] != "passed"}
+    assert failing == {}
+    assert code == 0
+    features = {r["feature"] for r in rows(report).values()}
+    assert {"SQL92 filter", "transaction", "POP", "gRPC FIFO", "mqadmin"} <= features
+
+
+def test_a_target_lacking_sql92_and_grpc_says_so_per_row(java: None, tmp_path: Path) -> None:
+    target = GatewayTarget(tmp_path / "gateway", {"enablePropertyFilter": "false"})
+    try:
+        code, stdout, report = rmq_compat(
+            tmp_path, "--namesrv", target.namesrv_addr, "--quick", "--only", "filter,grpc"
+        )
+    finally:
+        target.discard()
+    found = rows(report)
+    assert found["SQL92 filter[java-5.3.3]"]["status"] == "unsupported"
+    assert (
+        found["SQL92 filter[java-5.3.3]"]["reason"]
+        == "The broker does not support consumer to filter message by SQL92"
+    )
+    assert found["tag filter[java-5.3.3]"]["status"] == "passed"
+    grpc = [r for r in found.values() if "grpc" in r["tags"]]
+    assert grpc
+    assert {(r["status"], r["reason"]) for r in grpc} == {("not run", "no endpoint (give --grpc HOST:PORT)")}
+    assert code == 1
+    assert "SQL92 filter" in stdout
+
+
+def test_the_real_broker_passes_and_against_ours_shows_no_differences(
+    ours: GatewayTarget, tmp_path: Path
+) -> None:
+    reference = ReferenceTarget(tmp_path / "reference")
+    try:
+        args = ("--quick", "--only", "tag,pull,reply", "--exclude", "grpc", "--against", ours.namesrv_addr)
+        code, stdout, report = rmq_compat(tmp_path, "--namesrv", reference.namesrv_addr, *args)
+    finally:
+        reference.discard()
+    for index in (0, 1):
+        assert {r["status"] for r in rows(report, index).values()} == {"passed"}, rows(report, index)
+    assert report["differences"] == []
+    assert stdout.startswith(f"no differences between {reference.namesrv_addr} and {ours.namesrv_addr}")
+    assert code == 0

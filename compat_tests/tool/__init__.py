@@ -1,0 +1,8 @@
+"""``rmq-compat``: the compatibility scenarios as a tool pointed at any RocketMQ cluster.
+
+``cli`` parses the options, ``catalogue`` holds the scenarios (one module per feature family),
+``runner`` runs a selection against a target with time limits and clean-up, ``clients`` starts
+the unmodified client programs of ``compat_tests`` (``javaenv`` finds or builds their class paths),
+``admin`` creates and deletes each scenario's topics and groups, and ``report`` writes the table,
+JSON, JUnit, HTML and the difference report. docs/compat-tool.md is the user's guide.
+"""

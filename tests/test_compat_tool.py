@@ -1,0 +1,230 @@
+"""``rmq-compat`` without a RocketMQ server: the catalogue's selection, the report writers, the
+difference report, and a run against targets that refuse, close or never answer (each a reported
+row, within the time limits). The runs against real servers are in compat_tests/test_compat_tool.py."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from compat_tests.tool import cli, report
+from compat_tests.tool.catalogue import catalogue, select
+from compat_tests.tool.javaenv import JavaEnv
+from compat_tests.tool.model import (
+    JAVA_498,
+    JAVA_533,
+    Context,
+    NotRun,
+    Outcome,
+    Scenario,
+    TargetReport,
+    TargetSpec,
+)
+from compat_tests.tool.process import Background, run
+from compat_tests.tool.runner import RunOptions, run_one
+
+
+def _noop(ctx: Context) -> None:
+    del ctx
+
+
+def scenario(feature: str, client: str, key: str = "", tags: tuple[str, ...] = ("send",)) -> Scenario:
+    return Scenario(key or f"{feature}{client}".replace(" ", "").replace(".", ""), feature, client,
+                    frozenset(tags), _noop, "a test row")  # fmt: skip
+
+
+def sample() -> TargetReport:
+    rows = [
+        Outcome(scenario("send sync", JAVA_498), "passed", seconds=1.5),
+        Outcome(scenario("send sync", JAVA_533), "failed", "2 of 4 sent messages never arrived"),
+        Outcome(scenario("SQL92 filter", JAVA_533), "unsupported", "does not support <SQL92> & more"),
+        Outcome(scenario("gRPC send", "java-grpc-5"), "not run", "no endpoint (give --grpc HOST:PORT)"),
+    ]
+    return TargetReport(TargetSpec("127.0.0.1:9876"), rows, 0.0, 12.0)
+
+
+def test_catalogue_keys_are_unique_and_quick_keeps_one_row_per_feature() -> None:
+    everything = catalogue()
+    assert len({s.key for s in everything}) == len(everything)
+    quick = select(everything, quick=True)
+    assert sorted(s.feature for s in quick) == sorted({s.feature for s in everything})
+    assert all(s.quick for s in quick)
+
+
+def test_only_exclude_and_unknown_tags() -> None:
+    everything = catalogue()
+    grpc = select(everything, only="grpc")
+    assert grpc
+    assert all("grpc" in s.tags for s in grpc)
+    old = select(everything, only=JAVA_498, exclude="filter")
+    assert old
+    assert all(s.client == JAVA_498 and "filter" not in s.tags for s in old)
+    with pytest.raises(ValueError, match="unknown tag"):
+        select(everything, only="sned")
+
+
+def test_table_lists_every_feature_and_the_reasons() -> None:
+    text = report.table(sample())
+    lines = text.splitlines()
+    assert lines[0] == "target 127.0.0.1:9876: 1 passed, 1 failed, 1 unsupported, 1 not run in 12 s"
+    assert lines[1].split() == ["feature", "java-4.9.8", "java-5.3.3", "java-grpc-5"]
+    assert lines[3].split() == ["send", "sync", "passed", "FAILED", "[1]", "-"]
+    assert "[1] send sync[java-5.3.3] failed: 2 of 4 sent messages never arrived" in lines
+    assert "[3] gRPC send[java-grpc-5] not run: no endpoint (give --grpc HOST:PORT)" in lines
+
+
+def test_json_junit_and_html() -> None:
+    doc = json.loads(report.to_json([sample()]))
+    [target] = doc["targets"]
+    assert target["counts"] == {"passed": 1, "failed": 1, "unsupported": 1, "not run": 1}
+    assert [r["status"] for r in target["results"]] == ["passed", "failed", "unsupported", "not run"]
+    assert target["results"][0]["seconds"] == 1.5
+    suite = ET.fromstring(report.to_junit([sample()])).find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("4", "1", "2")
+    failure = suite.find("testcase[@name='send sync[java-5.3.3]']/failure")
+    assert failure is not None
+    assert failure.get("message") == "2 of 4 sent messages never arrived"
+    page = report.to_html([sample()])
+    assert "does not support &lt;SQL92&gt; &amp; more" in page
+    assert page.count("<tr>") == 1 + 3  # the header and three features
+
+
+def test_differences_name_each_row_whose_status_differs() -> None:
+    first, second = sample(), sample()
+    assert report.differences(first, second) == []
+    assert report.difference_text(first, second, []).startswith("no differences between")
+    second.outcomes[0] = Outcome(second.outcomes[0].scenario, "failed", "lost a message")
+    [diff] = report.differences(first, second)
+    assert diff.scenario_id == "send sync[java-4.9.8]"
+    text = report.difference_text(first, second, [diff])
+    assert "send sync[java-4.9.8]: A passed; B failed (lost a message)" in text
+    assert json.loads(report.to_json([first, second], [diff]))["differences"][0]["id"] == diff.scenario_id
+
+
+def test_list_and_argument_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--list", "--only", "pop"]) == 0
+    assert "POP[java-5.3.3]" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--quick"])
+    assert exit_info.value.code == 2
+    assert "--namesrv HOST:PORT is required" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["--namesrv", "nowhere"])
+
+
+@pytest.fixture
+def refused_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def misbehaving() -> Iterator[dict[str, int]]:
+    """Two listeners: one closes every connection at once, one accepts and never answers."""
+    closing, silent = socket.create_server(("127.0.0.1", 0)), socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def serve(server: socket.socket, keep: bool) -> None:
+        server.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            if keep:
+                held.append(conn)
+            else:
+                conn.close()
+
+    threads = [
+        threading.Thread(target=serve, args=(closing, False)),
+        threading.Thread(target=serve, args=(silent, True)),
+    ]
+    for t in threads:
+        t.start()
+    yield {"closing": closing.getsockname()[1], "silent": silent.getsockname()[1]}
+    stop.set()
+    for t in threads:
+        t.join(5)
+    for s in (closing, silent, *held):
+        s.close()
+
+
+def _run(tmp_path: Path, port: int, *extra: str) -> dict[str, Any]:
+    out = tmp_path / f"r{port}.json"
+    started = time.monotonic()
+    code = cli.main(["--namesrv", f"127.0.0.1:{port}", "--only", "send", "--json", str(out), *extra])
+    doc = json.loads(out.read_text())
+    return {"code": code, "seconds": time.monotonic() - started, "results": doc["targets"][0]["results"]}
+
+
+def test_unreachable_closing_and_silent_targets_are_reported_rows(
+    tmp_path: Path, refused_port: int, misbehaving: dict[str, int]
+) -> None:
+    refused = _run(tmp_path, refused_port)
+    closing = _run(tmp_path, misbehaving["closing"])
+    silent = _run(tmp_path, misbehaving["silent"], "--timeout", "2")
+    for outcome in (refused, closing, silent):
+        assert outcome["code"] == 1
+        results = outcome["results"]
+        assert isinstance(results, list)
+        assert results
+        assert {r["status"] for r in results} == {"not run"}
+        assert all(r["reason"].startswith("target unreachable: 127.0.0.1:") for r in results)
+    assert silent["seconds"] < 10  # the admin call waits at most --timeout
+
+
+def test_a_scenario_over_its_limit_is_a_failed_row_and_its_programs_are_killed(tmp_path: Path) -> None:
+    started: list[Background] = []
+
+    def slow(ctx: Context) -> None:
+        started.append(ctx.track(Background(["sleep", "60"], ctx.home)))
+        time.sleep(30)
+
+    row = Scenario("slow", "slow", JAVA_533, frozenset({"send"}), slow, "sleeps")
+    options = RunOptions("rcx", tmp_path, timeout=0.5, keep=True, grace=0.2)
+    began = time.monotonic()
+    outcome = run_one(row, TargetSpec("127.0.0.1:1"), JavaEnv(), options)
+    assert outcome.status == "failed"
+    assert outcome.reason == "timed out: no result within 0.5 s"
+    assert time.monotonic() - began < 10
+    assert [p.proc.poll() for p in started] == [-9]
+
+
+def test_a_program_over_its_limit_is_killed(tmp_path: Path) -> None:
+    began = time.monotonic()
+    result = run(["sleep", "30"], tmp_path, 0.3)
+    assert result.timed_out
+    assert time.monotonic() - began < 10
+
+
+def test_without_java_the_java_rows_say_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    env = JavaEnv(source=tmp_path, cache=tmp_path / "cache")
+    with pytest.raises(NotRun, match="needs Java 17"):
+        env.remoting("5.3.3")
+    with pytest.raises(NotRun, match="needs Java 17"):
+        env.grpc()
+
+
+def test_acl_and_tls_rows_are_selected_with_their_options_or_by_name() -> None:
+    def features(*argv: str) -> set[str]:
+        args = cli.parser().parse_args(["--namesrv", "127.0.0.1:9876", *argv])
+        return {s.feature for s in select(catalogue(), args.only, cli.excluded(args), args.quick)}
+
+    assert not {"ACL 2.0", "TLS"} & features()
+    assert {"ACL 2.0", "TLS"} <= features("--access-key", "ak", "--secret-key", "sk", "--tls")
+    assert features("--only", "acl") == {"ACL 2.0"}
