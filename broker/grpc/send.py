@@ -11,7 +11,7 @@ batch-level ones (so, as on the Proxy, the broker appends them to every inner me
 first message's tag, keys and id win), answered with one entry whose id is a new one of the
 batch's. A transactional message's half-message position (queue offset, commit-log offset) comes
 from the outcome, for the EndTransaction that follows.
-RecallMessage (``RecallMessageActivity``) hands RECALL_MESSAGE to the broker's processor likewise.
+RecallMessage (``RecallMessageActivity``) adapts onto the same recall service as RECALL_MESSAGE.
 """
 
 from __future__ import annotations
@@ -25,16 +25,14 @@ from broker.grpc.common import OK, ClientContext, StatusError, status
 from broker.grpc.convert import SYSTEM_PROPERTIES
 from broker.grpc.route import check_topic, topic_message_type
 from broker.grpc.transaction import TransactionActivity, TransactionData
-from broker.processors.recall import RecallMessageProcessor
+from broker.service.recall import RecallRefused, RecallRequest, RecallService
 from broker.service.send import BatchItem, SendOutcome, SendRequest, SendService
 from broker.timer.service import TIMER_DELIVER_MS
 from broker.topic_config_manager import DEFAULT_TOPIC, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from codec.bodies.register import PERM_WRITE
-from codec.codes import RequestCode, ResponseCode
-from codec.command import RemotingCommand
-from codec.errors import CodecError, RocketMQError
+from codec.codes import ResponseCode
+from codec.errors import CodecError
 from codec.hashing import java_string_hash
-from codec.headers.recall import RecallMessageRequestHeader
 from codec.message import MessageSysFlag
 from codec.message_id import UniqIdGenerator
 from codec.properties import (
@@ -49,7 +47,6 @@ from codec.properties import (
     UNIQ_KEY,
 )
 from codec.recall_handle import RecallHandle
-from gateway.transport.dispatch import ConnectionInfo, RequestContext
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
 # MessageConst property names the Proxy sets.
@@ -144,9 +141,8 @@ class SendActivity:
         self.broker = broker
         self.transactions = transactions
         self.service = SendService(broker)
-        self.recaller = RecallMessageProcessor(broker)
+        self.recalls = RecallService(broker)
         self._round_robin: dict[str, itertools.count[int]] = collections.defaultdict(itertools.count)
-        self._connections = itertools.count(1 << 47)
         self._batch_ids = UniqIdGenerator()  # MessageClientIDSetter.setUniqID(msgBatch)
 
     def _queue_id(self, request: pb.SendMessageRequest, topic: str, write_queues: int) -> int:
@@ -269,16 +265,13 @@ class SendActivity:
                 " but actual type is DELAY",
             )
         try:
-            handle = RecallHandle.decode(request.recall_handle)
+            RecallHandle.decode(request.recall_handle)  # the Proxy decodes it to find the broker
         except CodecError as err:
             raise StatusError(pb.INTERNAL_SERVER_ERROR, str(err)) from None
-        header = RecallMessageRequestHeader(
-            topic=name, recall_handle=request.recall_handle, broker_name=handle.broker_name
-        )
-        connection = RequestContext(ConnectionInfo(next(self._connections), ctx.remote_addr, ""))
-        command = RemotingCommand.request(RequestCode.RECALL_MESSAGE, header)
         try:
-            response = await self.recaller.recall(connection, command, header)
-        except RocketMQError as err:
+            outcome = await self.recalls.recall(
+                RecallRequest(name, request.recall_handle, remote_addr=ctx.remote_addr)
+            )
+        except RecallRefused as err:
             raise StatusError(pb.INTERNAL_SERVER_ERROR, str(err)) from None
-        return pb.RecallMessageResponse(status=OK, message_id=(response.ext_fields or {}).get("msgId", ""))
+        return pb.RecallMessageResponse(status=OK, message_id=outcome.message_id)

@@ -6,8 +6,9 @@ message's queue offset and commit-log offset, from the send or from a check), an
 check-backs, the ``GrpcClientChannel`` of a producer: the broker's CHECK_TRANSACTION_STATE to the
 producer group becomes a RecoverOrphanedTransactionCommand on the client's Telemetry stream. A
 5.x client's producer group is its topic (the Proxy's choice), under which ClientActivity
-registers it. The end itself goes to the broker's ``EndTransactionProcessor`` as a oneway
-request would, so the answer is OK whatever the broker made of it, as from the Proxy.
+registers it. The end itself goes to the same typed end-transaction service as a remoting
+END_TRANSACTION (:mod:`broker.service.end_transaction`): OK when the broker resolved it or the
+client left it unknown; a refusal becomes the response's status.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from broker.controller import BrokerController
 from broker.grpc.common import OK, Call, ClientContext, StatusError
 from broker.grpc.convert import to_message
 from broker.grpc.route import check_topic
-from broker.processors.end_transaction import EndTransactionProcessor
+from broker.service.end_transaction import EndTransactionRequest, EndTransactionService
 from codec.codes import RequestCode
 from codec.command import RemotingCommand
 from codec.errors import CodecError
@@ -30,11 +31,9 @@ from codec.headers.transaction import (
     TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
     CheckTransactionStateRequestHeader,
-    EndTransactionRequestHeader,
 )
 from codec.message import decode_record
 from codec.properties import PGROUP, UNIQ_KEY, decode_properties
-from gateway.transport.dispatch import ConnectionInfo, RequestContext
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
 logger = logging.getLogger(__name__)
@@ -55,7 +54,7 @@ class TransactionActivity:
     def __init__(self, broker: BrokerController, sessions: dict[str, Call]) -> None:
         self.broker = broker
         self.sessions = sessions
-        self.processor = EndTransactionProcessor(broker)
+        self.ends = EndTransactionService(broker)
         self.data: collections.OrderedDict[tuple[str, str], TransactionData] = collections.OrderedDict()
         self.relayed = 0
 
@@ -74,22 +73,16 @@ class TransactionActivity:
         data = self.data.pop((topic, request.transaction_id), None)
         if data is None:
             raise StatusError(pb.INVALID_TRANSACTION_ID, "cannot found transaction data")
-        header = EndTransactionRequestHeader(
+        end = EndTransactionRequest(
             producer_group=topic,
             tran_state_table_offset=data.tran_state_table_offset,
             commit_log_offset=data.commit_log_offset,
             commit_or_rollback=_RESOLUTIONS.get(request.resolution, TRANSACTION_NOT_TYPE),
-            msg_id=request.message_id,
             from_transaction_check=request.source == pb.SOURCE_SERVER_CHECK,
             transaction_id=request.transaction_id,
-            topic=topic,
-            broker_name=self.broker.config.broker_name,
+            remote_addr=ctx.remote_addr,
         )
-        command = RemotingCommand.request(RequestCode.END_TRANSACTION, header)
-        context = RequestContext(ConnectionInfo(0, ctx.remote_addr, ""))
-        response = await self.processor.end_transaction(context, command, header)
-        if response is not None and response.code != 0:
-            logger.info("end of transaction %s: %s", request.transaction_id, response.remark)
+        await self.ends.end_transaction(end)
         return pb.EndTransactionResponse(status=OK)
 
     def peer_for(self, client_id: str) -> TelemetryPeer:
