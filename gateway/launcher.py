@@ -177,7 +177,9 @@ async def start_grpc(
         from broker.grpc.service import MessagingService  # protobuf: loaded with the first client
 
         app = broker.broker
-        service = MessagingService(broker.controller, port, app.pop.processor, app.auth.checks, config)
+        service = MessagingService(
+            broker.controller, port, app.pop.processor.service, app.auth.checks, config
+        )
         if service.consumer is not None:
             nursery.start_soon(service.consumer.renewer.run)
         return service.methods

@@ -50,6 +50,7 @@ MAY_WAIT = frozenset(
         "broker.processors.pull",  # long polling: a held pull waits for an arrival or its timeout
         "broker.pop.long_polling",  # a POP that found nothing waits for an arrival or its poll time
         "broker.pop.processor",  # the POP handlers that wait (long polling, record puts)
+        "broker.service.consume",  # a pop that found nothing long-polls
         "broker.pop.service",  # the revive loop
         "broker.pop.notification",  # NOTIFICATION waits like a POP for an arrival or its poll time
         "broker.grpc.consumer",  # ReceiveMessage long-polls through the POP processor

@@ -17,7 +17,7 @@ from broker.grpc.consumer import ConsumerActivity
 from broker.grpc.route import RouteActivity
 from broker.grpc.send import SendActivity
 from broker.grpc.transaction import TransactionActivity
-from broker.pop.processor import PopProcessor
+from broker.service.consume import ConsumeService
 from gateway.transport.grpc.config import GrpcServerConfig
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
@@ -35,11 +35,11 @@ class MessagingService:
         self,
         broker: BrokerController,
         grpc_port: int,
-        pop: PopProcessor | None = None,
+        pop: ConsumeService | None = None,
         auth: AuthGuard | None = None,
         config: GrpcServerConfig | None = None,
     ) -> None:
-        """``pop``: the broker's POP processor, which the consuming RPCs hand their work to; without
+        """``pop``: the broker's consume service, which the consuming RPCs hand their work to; without
         it they are answered UNIMPLEMENTED. ``auth``: the broker's authentication and authorization
         check, run on every request message as the Proxy's request pipeline (None: both off).
         ``config``: the endpoint's settings (the renewal of receipt handles); the consumer's
