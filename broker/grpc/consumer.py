@@ -80,13 +80,16 @@ class ConsumerActivity:
         check: RequestCheck | None = None,
         config: GrpcServerConfig | None = None,
         online: Callable[[str, str], bool] | None = None,
+        *,
+        send_back: SendBackService | None = None,
     ) -> None:
         """``online(client id, group)``: whether a client is still registered in a group (its
-        renewed handles are cleared when it is not)."""
+        renewed handles are cleared when it is not); ``send_back``: the broker's send-back service
+        (default: one of its own)."""
         self.broker = broker
         self.pop = pop
         self.check = check  # the request pipeline (ReceiveMessage; the unary RPCs get it in unary())
-        self.send_back = SendBackService(broker)
+        self.send_back = send_back if send_back is not None else SendBackService(broker)
         self.settings_of = settings_of
         self.config = config or GrpcServerConfig()
         self.handles = HandleTable()

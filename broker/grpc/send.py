@@ -136,12 +136,19 @@ def consistent_hash(value: int, buckets: int) -> int:
 class SendActivity:
     """SendMessage over :class:`SendService`; see the module docstring."""
 
-    def __init__(self, broker: BrokerController, transactions: TransactionActivity | None = None) -> None:
-        """``transactions`` learns the half message of each transactional send (for its end)."""
+    def __init__(
+        self,
+        broker: BrokerController,
+        transactions: TransactionActivity | None = None,
+        service: SendService | None = None,
+        recalls: RecallService | None = None,
+    ) -> None:
+        """``transactions`` learns the half message of each transactional send (for its end);
+        ``service`` and ``recalls``: the broker's send and recall services (default: own ones)."""
         self.broker = broker
         self.transactions = transactions
-        self.service = SendService(broker)
-        self.recalls = RecallService(broker)
+        self.service = service if service is not None else SendService(broker)
+        self.recalls = recalls if recalls is not None else RecallService(broker)
         self._round_robin: dict[str, itertools.count[int]] = collections.defaultdict(itertools.count)
         self._batch_ids = UniqIdGenerator()  # MessageClientIDSetter.setUniqID(msgBatch)
 

@@ -17,7 +17,7 @@ from broker.grpc.consumer import ConsumerActivity
 from broker.grpc.route import RouteActivity
 from broker.grpc.send import SendActivity
 from broker.grpc.transaction import TransactionActivity
-from broker.service.consume import ConsumeService
+from broker.service.services import BrokerServices
 from gateway.transport.grpc.config import GrpcServerConfig
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
@@ -35,25 +35,37 @@ class MessagingService:
         self,
         broker: BrokerController,
         grpc_port: int,
-        pop: ConsumeService | None = None,
+        services: BrokerServices | None = None,
         auth: AuthGuard | None = None,
         config: GrpcServerConfig | None = None,
     ) -> None:
-        """``pop``: the broker's consume service, which the consuming RPCs hand their work to; without
-        it they are answered UNIMPLEMENTED. ``auth``: the broker's authentication and authorization
+        """``services``: the broker's typed operations, which the remoting processors share; without
+        them the producing RPCs get services of their own and the consuming ones are answered
+        UNIMPLEMENTED. ``auth``: the broker's authentication and authorization
         check, run on every request message as the Proxy's request pipeline (None: both off).
         ``config``: the endpoint's settings (the renewal of receipt handles); the consumer's
         ``renewer.run`` must be started by whoever runs the service."""
         self.check = grpc_auth(auth)
         self.route = RouteActivity(broker, grpc_port)
         self.clients = ClientActivity(broker, check=self.check)
-        self.transactions = TransactionActivity(broker, self.clients.sessions)
+        shared = services
+        self.transactions = TransactionActivity(
+            broker, self.clients.sessions, shared.end_transaction if shared else None
+        )
         self.clients.peer_for = self.transactions.peer_for
-        self.send = SendActivity(broker, self.transactions)
+        self.send = SendActivity(
+            broker, self.transactions, shared.send if shared else None, shared.recall if shared else None
+        )
         self.consumer = None
-        if pop is not None:
+        if shared is not None:
             self.consumer = ConsumerActivity(
-                broker, pop, self.clients.settings_of, self.check, config, self.clients.is_online
+                broker,
+                shared.consume,
+                self.clients.settings_of,
+                self.check,
+                config,
+                self.clients.is_online,
+                send_back=shared.send_back,
             )
 
     @property

@@ -34,9 +34,10 @@ _PROPERTIES_MAP_CAPACITY = 128  # MessageDecoder.string2messageProperties: new H
 
 
 class ReplyMessageProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerController, send: SendMessageProcessor | None = None) -> None:
+        """``send``: the send processor whose checks and records a reply shares."""
         self.broker = broker
-        self._send = SendMessageProcessor(broker)
+        self._send = send if send is not None else SendMessageProcessor(broker)
         self.pushed = 0
 
     def register(self, dispatcher: Dispatcher) -> None:
