@@ -436,7 +436,9 @@ class BrokerApp:
         from broker.grpc.service import MessagingService
 
         broker = self.broker
-        service = MessagingService(broker.controller, port, broker.services, broker.auth.checks, config)
+        service = MessagingService(
+            broker.controller, port, broker.services, broker.auth.checks, config, broker.server.ids
+        )
         if service.consumer is not None:
             start_soon(service.consumer.renewer.run)
         return service.methods

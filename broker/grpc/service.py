@@ -6,7 +6,7 @@ listed here are answered UNIMPLEMENTED by the transport; see docs/grpc.md for wh
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 
 from broker.auth.guard import AuthGuard
 from broker.controller import BrokerController
@@ -38,16 +38,19 @@ class MessagingService:
         services: BrokerServices | None = None,
         auth: AuthGuard | None = None,
         config: GrpcServerConfig | None = None,
+        connection_ids: Iterator[int] | None = None,
     ) -> None:
         """``services``: the broker's typed operations, which the remoting processors share; without
         them the producing RPCs get services of their own and the consuming ones are answered
         UNIMPLEMENTED. ``auth``: the broker's authentication and authorization
         check, run on every request message as the Proxy's request pipeline (None: both off).
-        ``config``: the endpoint's settings (the renewal of receipt handles); the consumer's
-        ``renewer.run`` must be started by whoever runs the service."""
+        ``connection_ids``: the remoting servers' connection id sequence, which numbers the gRPC
+        clients in the ClientManager too. ``config``: the endpoint's settings (the renewal of
+        receipt handles); the consumer's ``renewer.run`` must be started by whoever runs the
+        service."""
         self.check = grpc_auth(auth)
         self.route = RouteActivity(broker, grpc_port)
-        self.clients = ClientActivity(broker, check=self.check)
+        self.clients = ClientActivity(broker, check=self.check, ids=connection_ids)
         shared = services
         self.transactions = TransactionActivity(
             broker, self.clients.sessions, shared.end_transaction if shared else None
