@@ -55,7 +55,13 @@ BUILD_DIR = REPO / "build" / "native"
 #: entry ending in ``.py`` is one module of a package otherwise left pure: the send service is on
 #: every send's path (remoting and gRPC), its remoting processor on every remoting send's; the
 #: rest of broker/ is not, and the pull processor did not pay.
-PACKAGES = ("codec", "store", "broker/service/send.py", "broker/processors/send.py")
+PACKAGES = (
+    "codec",
+    "store",
+    "broker/service/send_values.py",
+    "broker/service/send.py",
+    "broker/processors/send.py",
+)
 #: Directories left to the interpreter (see the module docstring).
 EXCLUDED = (
     "codec/headers/",

@@ -2,7 +2,7 @@
 
 Mirrors ``SendMessageActivity`` (validation, the protobuf message to RocketMQ properties, the
 queue choice, the answer per message) and ``ProducerProcessor.sendMessage`` (the topic message type
-check). The messages become a :class:`~broker.service.send.SendRequest` straight from protobuf
+check). The messages become a :class:`~broker.service.send_values.SendRequest` straight from protobuf
 (the properties dict built once, the bodies as they came) for the same
 :class:`~broker.service.send.SendService` a remoting send uses, so stored records are exactly a
 remoting send's; its outcome becomes the result entry. Several messages in one request go as one
@@ -26,7 +26,8 @@ from broker.grpc.convert import SYSTEM_PROPERTIES
 from broker.grpc.route import check_topic, topic_message_type
 from broker.grpc.transaction import TransactionActivity, TransactionData
 from broker.service.recall import RecallRefused, RecallRequest, RecallService
-from broker.service.send import BatchItem, SendOutcome, SendRequest, SendService
+from broker.service.send import SendService
+from broker.service.send_values import BatchItem, SendOutcome, SendRequest
 from broker.timer.service import TIMER_DELIVER_MS
 from broker.topic_config_manager import DEFAULT_TOPIC, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from codec.bodies.register import PERM_WRITE

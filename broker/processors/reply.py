@@ -15,7 +15,7 @@ import logging
 
 from broker.controller import BrokerController
 from broker.processors.send import SendMessageProcessor
-from broker.service.send import SendRefused
+from broker.service.send_values import SendRefused
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.errors import RocketMQError

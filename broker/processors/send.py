@@ -2,12 +2,12 @@
 
 Mirrors the remoting half of ``SendMessageProcessor``: a V2 header (one-letter keys) is converted
 to the v1 header once, on arrival, as Java's ``parseRequestHeader`` does; the header and body
-become a :class:`~broker.service.send.SendRequest` (the properties string decoded, a batch body
+become a :class:`~broker.service.send_values.SendRequest` (the properties string decoded, a batch body
 split into its items with each item's properties string kept as sent), :class:`SendService` does
 the checks and the put, and its outcome becomes the response fields the client reads (``msgId``,
 ``queueId``, ``queueOffset``, ``transactionId``, ``recallHandle``) plus ``MSG_REGION`` and
 ``TRACE_ON``, which keep ``extFields`` non-null even on errors. A refusal
-(:class:`~broker.service.send.SendRefused`) is raised again as :class:`SendError` carrying those
+(:class:`~broker.service.send_values.SendRefused`) is raised again as :class:`SendError` carrying those
 two fields, which the dispatcher answers with its code and remark.
 
 What only the remoting protocol has stays here: the request version that says whether a client's
@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Awaitable
 
 from broker.controller import BrokerController
-from broker.service.send import BatchItem, SendOutcome, SendRefused, SendRequest, SendService
+from broker.service.send import SendService
+from broker.service.send_values import BatchItem, SendOutcome, SendRefused, SendRequest
 from codec.batch import decode_batch
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
