@@ -17,7 +17,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import ssl
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -28,9 +29,14 @@ from broker.controller import BrokerController, store_config_of
 from broker.long_polling import PullHoldService
 from broker.message_service import MessageService
 from broker.metrics import create_metrics
-from broker.pop.service import register_pop
+from broker.pop.assignment import QueryAssignmentProcessor
+from broker.pop.notification import NotificationProcessor
+from broker.pop.processor import PopProcessor
+from broker.pop.records import PopConfig
+from broker.pop.service import PopService
 from broker.processors.admin import AdminBrokerProcessor
 from broker.processors.admin_ops import AdminOpsProcessor
+from broker.processors.auth import AuthAdminProcessor
 from broker.processors.broker_status import BrokerStatusProcessor
 from broker.processors.client_manage import ClientManageProcessor
 from broker.processors.client_ops import ClientOpsProcessor
@@ -44,6 +50,7 @@ from broker.processors.send import SendMessageProcessor
 from broker.processors.send_back import SendMessageBackProcessor
 from broker.registration import NamesrvRegistrar
 from broker.schedule import DELAY_OFFSET_JSON, FIRST_DELAY_S, PERSIST_INTERVAL_S, POLL_INTERVAL_S
+from broker.service.services import BrokerServices
 from broker.stats import BrokerStats
 from broker.timer.service import TIMER_PROGRESS_JSON, TimerMessageService
 from broker.transaction.service import TransactionalMessageService
@@ -54,9 +61,13 @@ from gateway.transport.config import ServerConfig
 from gateway.transport.connection import Connection
 from gateway.transport.dispatch import Dispatcher
 from gateway.transport.faults import FaultPoint
+from gateway.transport.grpc.config import GrpcServerConfig
 from gateway.transport.server import RemotingServer
 from store.errors import StoreError
 from store.message_store import MessageStore
+
+if TYPE_CHECKING:
+    from broker.grpc.common import Handler
 
 logger = logging.getLogger(__name__)
 
@@ -71,27 +82,51 @@ def build_dispatcher(
     controller: BrokerController,
     stats: BrokerStats,
     auth: BrokerAuth | None = None,
+    services: BrokerServices | None = None,
+    pop: PopConfig | None = None,
     faults: FaultPoint | None = None,
 ) -> Dispatcher:
-    """Every request code the broker answers, with its processor (``registerProcessor``); the
-    processors that record or read statistics get ``stats``; ``auth`` checks each request first
-    and answers the user and ACL codes; ``faults``: the fault rules of the broker (test tool)."""
-    dispatcher = Dispatcher("broker", guard=auth.guard if auth else None, faults=faults)
+    """Every request code the broker answers, with its processor (``registerProcessor``): the one
+    list of them. The processors that record or read statistics get ``stats``; ``auth`` checks
+    each request first and its admin processor answers the user and ACL codes; the processors
+    that are a front door of a typed service get the broker's one ``services`` (built here
+    when not given), the POP ones with ``pop`` (default: from the broker's config); ``faults``:
+    the fault rules of the broker (test tool)."""
+    pop = pop or PopConfig.of(controller.config)
+    services = services or BrokerServices(controller, pop)
+    consume = services.consume
+    send = SendMessageProcessor(controller, services.send)
+    processors: list[Any] = [
+        ClientManageProcessor(controller),
+        ConsumerManageProcessor(controller),
+        send,
+        SendMessageBackProcessor(controller, services.send_back),
+        PullMessageProcessor(controller, stats),
+        AdminBrokerProcessor(controller, stats),
+        QueryMessageProcessor(controller),
+        EndTransactionProcessor(controller, services.end_transaction),
+        RecallMessageProcessor(controller, services.recall),
+        ReplyMessageProcessor(controller, send),
+        AdminOpsProcessor(controller, ColdDataFlowControl()),
+        BrokerStatusProcessor(controller, stats),
+        ClientOpsProcessor(controller),
+        PopProcessor(controller, pop, service=consume),
+        QueryAssignmentProcessor(controller, pop),
+        NotificationProcessor(controller, pop, consume.state, consume.polling, consume.orders),
+    ]
     if auth is not None:
-        auth.register(dispatcher)
-    ClientManageProcessor(controller).register(dispatcher)
-    ConsumerManageProcessor(controller).register(dispatcher)
-    SendMessageProcessor(controller).register(dispatcher)
-    SendMessageBackProcessor(controller).register(dispatcher)
-    PullMessageProcessor(controller, stats).register(dispatcher)
-    AdminBrokerProcessor(controller, stats).register(dispatcher)
-    QueryMessageProcessor(controller).register(dispatcher)
-    EndTransactionProcessor(controller).register(dispatcher)
-    RecallMessageProcessor(controller).register(dispatcher)
-    ReplyMessageProcessor(controller).register(dispatcher)
-    AdminOpsProcessor(controller, ColdDataFlowControl()).register(dispatcher)
-    BrokerStatusProcessor(controller, stats).register(dispatcher)
-    ClientOpsProcessor(controller).register(dispatcher)
+        settings = auth.settings
+        processors.insert(
+            0,
+            AuthAdminProcessor(
+                auth.metadata,
+                users_configured=settings.authentication_metadata_configured,
+                acls_configured=settings.authorization_metadata_configured,
+            ),
+        )
+    dispatcher = Dispatcher("broker", guard=auth.guard if auth else None, faults=faults)
+    for processor in processors:
+        processor.register(dispatcher)
     return dispatcher
 
 
@@ -137,9 +172,16 @@ class Broker:
             config, self.controller.topics, self.auth.inner_client_signer, tls=client_tls
         )
         self.timers = TimerMessageService(self.store, self.controller.put_messages, config.timer_precision_ms)
-        self.dispatcher = build_dispatcher(self.controller, self.stats, self.auth, faults)
+        pop = PopConfig.of(config)
+        #: The typed operations both front doors adapt onto (remoting here, gRPC in grpc_methods).
+        self.services = BrokerServices(self.controller, pop)
+        self.dispatcher = build_dispatcher(self.controller, self.stats, self.auth, self.services, pop, faults)
         self.metrics = create_metrics(self.controller, self.stats, self.dispatcher)
-        self.pop = register_pop(self.controller, self.dispatcher, self.timers.caught_up)
+        consume = self.services.consume
+        self.pop = PopService(
+            self.controller, pop, consume.writer, consume.state, consume.orders, self.timers.caught_up
+        )
+        self.pop.revive.ensure_topic()
         self.server = RemotingServer(self.dispatcher, server_config, name="broker", listeners=listeners)
         self.server.on_disconnect.append(self._connection_closed)
         vip = dataclasses.replace(server_config, port=vip_port_of(config.listen_port))
@@ -393,6 +435,26 @@ class BrokerApp:
     @property
     def registrar(self) -> NamesrvRegistrar:
         return self.broker.registrar
+
+    def grpc_methods(
+        self,
+        port: int,
+        config: GrpcServerConfig,
+        start_soon: Callable[[Callable[[], Awaitable[None]]], object],
+    ) -> dict[str, Handler]:
+        """The gRPC MessagingService over this broker's services and auth checks, as the method
+        table a gRPC server serves (``port``: the endpoint's, which routes advertise); its
+        background loop (the renewal of push consumers' receipt handles) is started with
+        ``start_soon``. Imports protobuf: called when the first gRPC client connects."""
+        from broker.grpc.service import MessagingService
+
+        broker = self.broker
+        service = MessagingService(
+            broker.controller, port, broker.services, broker.auth.checks, config, broker.server.ids
+        )
+        if service.consumer is not None:
+            start_soon(service.consumer.renewer.run)
+        return service.methods
 
     def statistics(self) -> dict[str, Any]:
         return self.broker.statistics()

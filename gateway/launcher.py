@@ -26,7 +26,7 @@ import difflib
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -50,6 +50,10 @@ from namesrv.config import NamesrvConfig
 from store.config import StoreConfig
 from store.errors import StoreError
 from store.message_store import MessageStore
+
+if TYPE_CHECKING:
+    from broker.grpc.common import Handler
+    from gateway.transport.grpc.server import GrpcServer
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +114,7 @@ class Gateway:
         self.broker_spec = broker
         self.namesrv: NamesrvApp | None = None
         self.broker: BrokerApp | None = None
-        self.grpc: Any = None  # the gRPC server (gateway.transport.grpc.server.GrpcServer) when on
+        self.grpc: GrpcServer | None = None  # the gRPC server when on
         self.tls = tls or TlsSystemConfig()
         self.faults = faults if faults is not None or control is None else FaultTable(trio.sleep)
         self.control_config = control
@@ -222,7 +226,7 @@ def remoting_server_tls(tls: TlsSystemConfig) -> ServerTls:
 
 async def start_grpc(
     nursery: trio.Nursery, broker: BrokerApp, config: GrpcServerConfig, tls_mode: TlsMode = TlsMode.PERMISSIVE
-) -> Any:
+) -> GrpcServer:
     """Serve RocketMQ 5's gRPC protocol in front of ``broker`` (docs/grpc.md); returns the server.
 
     The port is bound at once; HTTP/2, protobuf and the handlers are loaded when the first client
@@ -239,14 +243,8 @@ async def start_grpc(
     )
     context = LazyServerContext(certificate)
 
-    def methods() -> Any:
-        from broker.grpc.service import MessagingService  # protobuf: loaded with the first client
-
-        app = broker.broker
-        service = MessagingService(broker.controller, port, app.pop.processor, app.auth.checks, config)
-        if service.consumer is not None:
-            nursery.start_soon(service.consumer.renewer.run)
-        return service.methods
+    def methods() -> dict[str, Handler]:
+        return broker.grpc_methods(port, config, nursery.start_soon)
 
     server = GrpcServer(methods, config, context, listeners, tls_mode)
     await nursery.start(server.run)

@@ -1,5 +1,6 @@
-"""Ahead-of-time compiled hot path: builds codec/, store/ and the send processor
-(``broker/processors/send.py``) with mypyc, and loads the build only while it matches the sources.
+"""Ahead-of-time compiled hot path: builds codec/, store/, the send service
+(``broker/service/send.py``) and its remoting processor (``broker/processors/send.py``) with
+mypyc, and loads the build only while it matches the sources.
 
 A busy sender is bound by the CPU the broker spends per message in pure CPython; mypyc (shipped
 inside mypy, which type-checks the project with ``--strict`` anyway) turns the fully annotated
@@ -52,9 +53,16 @@ from types import ModuleType
 REPO = Path(__file__).resolve().parents[1]
 BUILD_DIR = REPO / "build" / "native"
 #: The packages compiled by default: the measured gains are in docs/send-path-performance.md. An
-#: entry ending in ``.py`` is one module of a package otherwise left pure: the send processor is
-#: on every send's path; the rest of broker/ is not, and the pull processor did not pay.
-PACKAGES = ("codec", "store", "broker/processors/send.py")
+#: entry ending in ``.py`` is one module of a package otherwise left pure: the send service is on
+#: every send's path (remoting and gRPC), its remoting processor on every remoting send's; the
+#: rest of broker/ is not, and the pull processor did not pay.
+PACKAGES = (
+    "codec",
+    "store",
+    "broker/service/send_values.py",
+    "broker/service/send.py",
+    "broker/processors/send.py",
+)
 #: Directories left to the interpreter (see the module docstring).
 EXCLUDED = (
     "codec/headers/",
@@ -188,7 +196,7 @@ def activate(root: Path = REPO, build_dir: Path = BUILD_DIR) -> str:
 
 
 def describe() -> str:
-    """Which build runs, for the start-up log: ``compiled: codec, store, broker/processors/send.py``
+    """Which build runs, for the start-up log: ``compiled: codec, store, broker/service/send.py, ...``
     or ``pure: <why>``."""
     return _state
 

@@ -13,6 +13,14 @@
 3. Trio in ``broker/`` and ``namesrv/``: only the modules in :data:`MAY_WAIT` import Trio, or a
    module that (itself or through others) does. Everything else there is plain state and plain
    functions, testable without an event loop.
+4. Floors inside ``broker/`` (:data:`BROKER_FLOORS`), from the bottom: the broker's state (the
+   controller, managers, POP and timer internals, ...), the typed services (``broker/service/``),
+   the two front doors (the remoting processors and the gRPC activities), the wiring
+   (``broker/app.py``). No import runs up a floor: the state knows no service, a service knows
+   neither door, and only the wiring knows the doors it registers.
+5. The two protocols apart: no module that imports the gRPC message classes
+   (``gateway.transport.grpc.proto``) imports ``codec.command`` or names ``RemotingCommand``, and
+   nothing in ``broker/service/`` imports ``codec.command`` or the transport.
 
 The checks are functions of a source root, so :func:`test_the_rules_catch_forbidden_imports`
 can show each of them failing on a small tree with a forbidden import.
@@ -50,6 +58,8 @@ MAY_WAIT = frozenset(
         "broker.processors.pull",  # long polling: a held pull waits for an arrival or its timeout
         "broker.pop.long_polling",  # a POP that found nothing waits for an arrival or its poll time
         "broker.pop.processor",  # the POP handlers that wait (long polling, record puts)
+        "broker.service.consume",  # a pop that found nothing long-polls
+        "broker.service.services",  # holds the consume service
         "broker.pop.service",  # the revive loop
         "broker.pop.notification",  # NOTIFICATION waits like a POP for an arrival or its poll time
         "broker.grpc.consumer",  # ReceiveMessage long-polls through the POP processor
@@ -58,6 +68,23 @@ MAY_WAIT = frozenset(
         "namesrv.app",  # the NameServer's Trio wiring
     }
 )
+
+
+#: Floors of broker/, from the bottom; a module is on the first floor whose test it passes, the
+#: state floor when none does.
+BROKER_FLOORS = ("state", "service", "door", "wiring")
+_DOOR_MODULES = frozenset({"broker.pop.processor", "broker.pop.notification", "broker.pop.assignment"})
+PROTO = "gateway.transport.grpc.proto"
+
+
+def broker_floor(module: str) -> int:
+    if module == "broker.app":
+        return BROKER_FLOORS.index("wiring")
+    if module.startswith(("broker.processors.", "broker.grpc.")) or module in _DOOR_MODULES:
+        return BROKER_FLOORS.index("door")
+    if module.startswith("broker.service.") or module == "broker.service":
+        return BROKER_FLOORS.index("service")
+    return BROKER_FLOORS.index("state")
 
 
 def module_files(root: Path, packages: Iterable[str] = PACKAGES) -> dict[str, Path]:
@@ -207,6 +234,41 @@ def waiting_outside_the_list(root: Path, may_wait: frozenset[str] = MAY_WAIT) ->
     )
 
 
+def broker_upward_imports(root: Path) -> list[str]:
+    """Imports inside ``broker/`` from a lower floor to a higher one (:data:`BROKER_FLOORS`)."""
+    edges, _roots = import_graph(root)
+    return sorted(
+        f"{a} -> {b}"
+        for a, targets in edges.items()
+        if a.split(".")[0] == "broker"
+        for b in targets
+        if b.split(".")[0] == "broker" and broker_floor(b) > broker_floor(a)
+    )
+
+
+def _names(path: Path) -> set[str]:
+    return {node.id for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Name)}
+
+
+def protocols_mixed(root: Path) -> list[str]:
+    """Modules that import the gRPC message classes and speak remoting commands, and service
+    modules that import remoting commands or the transport."""
+    modules = module_files(root)
+    edges, _roots = import_graph(root)
+    out = []
+    for name, targets in edges.items():
+        remoting = "codec.command" in targets
+        grpc = any(t == PROTO or t.startswith(PROTO + ".") for t in targets)
+        if grpc and (remoting or "RemotingCommand" in _names(modules[name])):
+            out.append(f"{name}: gRPC messages and RemotingCommand")
+        if name.startswith("broker.service"):
+            if remoting:
+                out.append(f"{name}: a service importing codec.command")
+            if any(in_transport(t) for t in targets):
+                out.append(f"{name}: a service importing the transport")
+    return sorted(out)
+
+
 # -- the rules on this repository ------------------------------------------------------------------
 
 
@@ -224,6 +286,14 @@ def test_broker_and_namesrv_take_only_the_transport_from_gateway() -> None:
 
 def test_no_import_cycles() -> None:
     assert import_cycles(ROOT) == []
+
+
+def test_no_import_runs_up_a_broker_floor() -> None:
+    assert broker_upward_imports(ROOT) == []
+
+
+def test_grpc_and_remoting_stay_apart() -> None:
+    assert protocols_mixed(ROOT) == []
 
 
 def test_only_listed_broker_and_namesrv_modules_reach_trio() -> None:
@@ -264,6 +334,8 @@ def test_the_rules_pass_a_clean_tree(tmp_path: Path) -> None:
     assert gateway_imports_beyond_transport(root) == []
     assert import_cycles(root) == []
     assert waiting_outside_the_list(root, frozenset({"broker.app"})) == []
+    assert broker_upward_imports(root) == []
+    assert protocols_mixed(root) == []
 
 
 @pytest.mark.parametrize(
@@ -307,6 +379,34 @@ def test_the_rules_pass_a_clean_tree(tmp_path: Path) -> None:
         ({"broker/state.py": "import trio\n"}, "trio", ["broker.state"]),
         (
             {
+                "broker/service/send.py": "from broker.processors import send\n",
+                "broker/processors/send.py": "",
+            },
+            "floor",
+            ["broker.service.send -> broker.processors.send"],
+        ),
+        (
+            {"broker/controller.py": "from broker.service.send import s\n", "broker/service/send.py": ""},
+            "floor",
+            ["broker.controller -> broker.service.send"],
+        ),
+        (
+            {
+                "broker/grpc/send.py": (
+                    "from gateway.transport.grpc.proto import rocketmq_v2_pb2\nx = RemotingCommand\n"
+                ),
+                "gateway/transport/grpc/proto/__init__.py": "",
+            },
+            "protocols",
+            ["broker.grpc.send: gRPC messages and RemotingCommand"],
+        ),
+        (
+            {"broker/service/send.py": "from codec.command import RemotingCommand\n", "codec/command.py": ""},
+            "protocols",
+            ["broker.service.send: a service importing codec.command"],
+        ),
+        (
+            {
                 "broker/app.py": "import trio\n",
                 "broker/processors/send.py": "from broker.app import BrokerApp\n",
             },
@@ -325,5 +425,7 @@ def test_the_rules_catch_forbidden_imports(
         "transport": lambda: gateway_imports_beyond_transport(root),
         "cycle": lambda: import_cycles(root),
         "trio": lambda: waiting_outside_the_list(root, frozenset({"broker.app"})),
+        "floor": lambda: broker_upward_imports(root),
+        "protocols": lambda: protocols_mixed(root),
     }
     assert checks[rule]() == found

@@ -89,7 +89,7 @@ COMPILED_CALLS = (
 #: (layer, substrings of an interpreted frame's file, "/" in front), first match wins.
 PYTHON_FILES = (
     (HEADER_DECODE, ("/codec/headers/", "/codec/command", "/codec/json_header", "/codec/binary_header")),
-    (SEND_PROCESSOR, ("/broker/processors/send",)),
+    (SEND_PROCESSOR, ("/broker/processors/send", "/broker/service/send")),
     (STORE_DISPATCH, ("/store/consume_queue", "/store/index", "/store/dispatch")),
     (STORE_PUT, ("/store/",)),
     (BROKER_OTHER, ("/broker/",)),

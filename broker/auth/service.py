@@ -4,10 +4,9 @@ Mirrors what ``BrokerController`` builds from its ``AuthConfig``: the metadata m
 (``AuthenticationFactory.getMetadataManager`` / ``AuthorizationFactory.getMetadataManager``,
 which create the ``initAuthenticationUser`` and ``innerClientAuthenticationCredentials`` users),
 the request pipeline (:class:`broker.auth.guard.AuthGuard`, handed to the dispatcher) and the
-admin processor of codes 3001-3010. Users and ACLs live in the store's ``config/users.json`` and
-``config/acls.json``, written atomically with a ``.bak`` of the previous content, as the broker's
-other config files.
-"""
+settings :mod:`broker.app` builds the admin processor of codes 3001-3010 with. Users and ACLs live
+in the store's ``config/users.json`` and ``config/acls.json``, written atomically with a ``.bak``
+of the previous content, as the broker's other config files."""
 
 from __future__ import annotations
 
@@ -16,15 +15,13 @@ from broker.auth.guard import AuthGuard, AuthSettings, Guard, build_guard
 from broker.auth.metadata import ACLS_JSON, USERS_JSON, AuthMetadata
 from broker.auth.signature import Signer, inner_client_signer
 from broker.config import BrokerConfig
-from broker.processors.auth import AuthAdminProcessor
 from codec.errors import RocketMQError
-from gateway.transport.dispatch import Dispatcher
 from store.errors import StoreError
 from store.metadata import ConfigFiles
 
 
 class BrokerAuth:
-    """Config, users and ACLs, the dispatcher's guard and the admin processor of one broker."""
+    """Config, users and ACLs and the dispatcher's guard of one broker."""
 
     def __init__(self, config: BrokerConfig, files: ConfigFiles) -> None:
         """Raises ``ValueError`` for a malformed auth key."""
@@ -39,14 +36,6 @@ class BrokerAuth:
         #: The check itself, which the gRPC endpoint shares (None when both checks are off).
         self.checks: AuthGuard | None = build_guard(self.settings, self.metadata)
         self.guard: Guard | None = self.checks
-        self.processor = AuthAdminProcessor(
-            self.metadata,
-            users_configured=self.settings.authentication_metadata_configured,
-            acls_configured=self.settings.authorization_metadata_configured,
-        )
-
-    def register(self, dispatcher: Dispatcher) -> None:
-        self.processor.register(dispatcher)
 
     def load(self) -> None:
         """Read the stored users and ACLs, then create the configured initial users if absent.

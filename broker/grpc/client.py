@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.message import DecodeError
@@ -46,7 +46,8 @@ PRODUCER_BACKOFF_MULTIPLIER = 2  # grpcClientProducerBackoffMultiplier
 VALIDATE_MESSAGE_TYPE = True  # enableTopicMessageTypeCheck
 CONSUMER_BATCH_SIZE = 32  # grpcClientConsumerLongPollingBatchSize
 CONSUMER_MAX_LONG_POLLING_MS = 20_000  # grpcClientConsumerMaxLongPollingTimeoutMillis
-# Connection ids of gRPC clients in the ClientManager, apart from the remoting connections'.
+#: Where a ClientActivity given no id sequence numbers its clients, apart from remoting
+#: connections' ids (the broker's wiring gives it the remoting servers' own sequence instead).
 GRPC_CONNECTION_IDS = 1 << 48
 
 
@@ -103,9 +104,12 @@ class ClientActivity:
         now_ms: Callable[[], int] | None = None,
         peer_for: Callable[[str], Peer] | None = None,
         check: RequestCheck | None = None,
+        ids: Iterator[int] | None = None,
     ) -> None:
         """``peer_for(client_id)``: what the broker calls to reach the client (transaction checks);
-        ``check``: the request pipeline, run on every Telemetry command."""
+        ``check``: the request pipeline, run on every Telemetry command; ``ids``: the connection id
+        sequence the broker's remoting servers number their connections from, so that a gRPC
+        client is one more connection in the ClientManager."""
         self.broker = broker
         self.check = check
         self.peer_for = peer_for
@@ -114,7 +118,7 @@ class ClientActivity:
         self.connections: dict[str, ConnectionInfo] = {}
         #: Open Telemetry streams by client id (server-to-client commands go there).
         self.sessions: dict[str, Call] = {}
-        self._ids = itertools.count(GRPC_CONNECTION_IDS)
+        self._ids = ids if ids is not None else itertools.count(GRPC_CONNECTION_IDS)
 
     # -- settings --------------------------------------------------------------------------------
 

@@ -2,11 +2,12 @@
 
 Mirrors ``ReceiveMessageActivity`` / ``ReceiveMessageResponseStreamWriter``, ``AckMessageActivity``
 (one ack per entry: ``enableBatchAck`` is off by default), ``ChangeInvisibleDurationActivity``,
-``ForwardMessageToDLQActivity``, the Proxy's ``ConsumerProcessor`` (receipt handles, the result
-filter) and ``LocalMessageService``, which in local mode hands POP_MESSAGE, ACK_MESSAGE,
-CHANGE_MESSAGE_INVISIBLETIME and CONSUMER_SEND_MSG_BACK commands to the broker's own processors:
-so does this, so a gRPC consumer and a remoting POP consumer of one group share every offset,
-checkpoint and orderly lock.
+``ForwardMessageToDLQActivity`` and the Proxy's ``ConsumerProcessor`` (receipt handles, the result
+filter). Where the Proxy's ``LocalMessageService`` hands POP_MESSAGE, ACK_MESSAGE,
+CHANGE_MESSAGE_INVISIBLETIME and CONSUMER_SEND_MSG_BACK commands to the broker's processors, these
+call the typed services those processors adapt onto (:mod:`broker.service.consume`,
+:mod:`broker.service.send_back`), so a gRPC consumer and a remoting POP consumer of one group share
+every offset, checkpoint and orderly lock.
 
 A receipt handle is the POP ``extraInfo`` of the message with its commit-log offset appended
 (``ReceiptHandle.encode``). A receive with ``auto_renew`` (push consumers) gets the Proxy's default
@@ -17,8 +18,6 @@ queue of such a message uses the newest handle, whichever one the client names.
 
 from __future__ import annotations
 
-import inspect
-import itertools
 import logging
 from collections.abc import Callable
 
@@ -32,30 +31,23 @@ from broker.grpc.renewer import Renewer
 from broker.grpc.route import check_topic
 from broker.grpc.validation import validate_receive
 from broker.pop.pop_filter import pop_message_filter
-from broker.pop.processor import PopProcessor
-from broker.processors.send_back import SendMessageBackProcessor
+from broker.pop.pop_message import PopBatch, PopRequest
+from broker.service.consume import AckRequest, ConsumeService
+from broker.service.send_back import SendBackRequest, SendBackService
 from codec.bodies.heartbeat import EXPRESSION_SQL92, EXPRESSION_TAG
-from codec.codes import RequestCode, ResponseCode
-from codec.command import RemotingCommand
+from codec.codes import ResponseCode
 from codec.errors import CodecError, RocketMQError
 from codec.extra_info import (
     build_extra_info,
+    join_entries,
     parse_order_count_info,
     parse_start_offset_info,
     real_topic,
     retry_flag,
 )
-from codec.headers.client import ConsumerSendMsgBackRequestHeader
-from codec.headers.pop import (
-    CONSUME_INIT_MODE_MAX,
-    AckMessageRequestHeader,
-    ChangeInvisibleTimeRequestHeader,
-    PopMessageRequestHeader,
-    PopMessageResponseHeader,
-)
+from codec.headers.pop import CONSUME_INIT_MODE_MAX
 from codec.message import MessageRecord, iter_records
 from codec.properties import POP_CK, decode_properties
-from gateway.transport.dispatch import ConnectionInfo, RequestContext
 from gateway.transport.grpc.config import GrpcServerConfig
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 from gateway.transport.grpc.status import GrpcError, StatusCode
@@ -67,26 +59,28 @@ DEFAULT_MAX_ATTEMPTS = 17  # a consumer without settings: the default group's 16
 
 
 class ConsumerActivity:
-    """The consuming RPCs over the broker's POP processor; see the module docstring."""
+    """The consuming RPCs over the broker's consume service; see the module docstring."""
 
     def __init__(
         self,
         broker: BrokerController,
-        pop: PopProcessor,
+        pop: ConsumeService,
         settings_of: Callable[[str], pb.Settings | None] | None = None,
         check: RequestCheck | None = None,
         config: GrpcServerConfig | None = None,
         online: Callable[[str, str], bool] | None = None,
+        *,
+        send_back: SendBackService | None = None,
     ) -> None:
         """``online(client id, group)``: whether a client is still registered in a group (its
-        renewed handles are cleared when it is not)."""
+        renewed handles are cleared when it is not); ``send_back``: the broker's send-back service
+        (default: one of its own)."""
         self.broker = broker
         self.pop = pop
         self.check = check  # the request pipeline (ReceiveMessage; the unary RPCs get it in unary())
-        self.send_back = SendMessageBackProcessor(broker)
+        self.send_back = send_back if send_back is not None else SendBackService(broker)
         self.settings_of = settings_of
         self.config = config or GrpcServerConfig()
-        self._connections = itertools.count(1 << 46)
         self.handles = HandleTable()
         self.renewer = Renewer(
             self.handles,
@@ -96,10 +90,6 @@ class ConsumerActivity:
             self._retry_policy_of,
             broker.now_ms,
         )
-
-    def _ctx(self, ctx: ClientContext | None) -> RequestContext:
-        remote = ctx.remote_addr if ctx is not None else "127.0.0.1:0"  # None: the endpoint's own call
-        return RequestContext(ConnectionInfo(next(self._connections), remote, ""))
 
     def _retry_policy_of(self, group: str) -> dict[str, object] | None:
         config = self.broker.groups.find(group, create=False)
@@ -177,7 +167,7 @@ class ConsumerActivity:
             pop_message_filter(topic, group, exp, exp_type, self.broker.now_ms())
         except RocketMQError as err:
             raise StatusError(pb.ILLEGAL_FILTER_EXPRESSION, str(err)) from None
-        header = PopMessageRequestHeader(
+        pop = PopRequest(
             consumer_group=group,
             topic=topic,
             queue_id=-1,
@@ -191,16 +181,12 @@ class ConsumerActivity:
             order=self._fifo(ctx),
             attempt_id=request.attempt_id if request.HasField("attempt_id") else None,
         )
-        command = RemotingCommand.request(RequestCode.POP_MESSAGE, header)
-        response = await self.pop.pop_message(self._ctx(ctx), command, header)
-        if response.code == ResponseCode.POLLING_FULL:
+        popped = await self.pop.pop_message(pop)
+        if popped.code == ResponseCode.POLLING_FULL:
             return status(pb.TOO_MANY_REQUESTS, "polling full")
-        if response.code in (ResponseCode.POLLING_TIMEOUT, ResponseCode.PULL_NOT_FOUND):
+        if popped.code != ResponseCode.SUCCESS:
             return status(pb.MESSAGE_NOT_FOUND, "no new message")
-        if response.code != ResponseCode.SUCCESS:
-            raise StatusError(pb.INTERNAL_SERVER_ERROR, response.remark or str(response.code))
-        answer = response.header(PopMessageResponseHeader)
-        found = self._with_handles(header, answer, response.body or b"")
+        found = self._with_handles(pop, popped.batch)
         max_attempts = self._max_attempts(ctx)
         messages = []
         for record, props in found:
@@ -224,23 +210,24 @@ class ConsumerActivity:
         return messages
 
     def _with_handles(
-        self, header: PopMessageRequestHeader, answer: PopMessageResponseHeader, body: bytes
+        self, request: PopRequest, batch: PopBatch
     ) -> list[tuple[MessageRecord, dict[str, str]]]:
         """``LocalMessageService.popMessage`` + ``ConsumerProcessor.createHandle``: each record's
         POP_CK (built from the start offsets unless the broker set it) and commit-log offset."""
-        starts = parse_start_offset_info(answer.start_offset_info) or {}
-        counts = parse_order_count_info(answer.order_count_info) if header.is_order() else None
+        starts = parse_start_offset_info(join_entries(batch.start_entries)) or {}
+        counts = parse_order_count_info(join_entries(batch.order_entries)) if request.is_order() else None
         broker_name = self.broker.config.broker_name
         out = []
-        for record in iter_records(body):
+        records = (record for buffer in batch.buffers for record in iter_records(buffer))
+        for record in records:
             props = decode_properties(record.properties)
             if POP_CK not in props:
                 key = f"{retry_flag(record.topic)}@{record.queue_id}"
                 props[POP_CK] = build_extra_info(
                     starts.get(key, record.queue_offset),
-                    answer.pop_time,
-                    answer.invisible_time,
-                    answer.revive_qid,
+                    batch.pop_time,
+                    request.invisible_time,
+                    batch.revive_qid,
                     record.topic,
                     broker_name,
                     record.queue_id,
@@ -250,8 +237,8 @@ class ConsumerActivity:
                 if count:
                     record.reconsume_times = count
             props[POP_CK] = f"{props[POP_CK]} {record.physical_offset}"
-            props.setdefault("1ST_POP_TIME", str(answer.pop_time))
-            record.topic = header.topic
+            props.setdefault("1ST_POP_TIME", str(batch.pop_time))
+            record.topic = request.topic
             out.append((record, props))
         return out
 
@@ -286,19 +273,18 @@ class ConsumerActivity:
         """``ConsumerProcessor.ackMessage``: True when the broker answered SUCCESS."""
         if handle.expired(self.broker.now_ms()):
             raise StatusError(pb.INVALID_RECEIPT_HANDLE, "receipt handle is expired")
-        header = AckMessageRequestHeader(
-            consumer_group=group,
-            topic=real_topic(topic, group, handle.info.retry_flag),
-            queue_id=handle.queue_id,
-            extra_info=handle.text,
-            offset=handle.offset,
+        ack = AckRequest(
+            group,
+            real_topic(topic, group, handle.info.retry_flag),
+            handle.queue_id,
+            handle.text,
+            handle.offset,
         )
-        command = RemotingCommand.request(RequestCode.ACK_MESSAGE, header)
         try:
-            response = await self.pop.ack_message(self._ctx(ctx), command, header)
+            await self.pop.ack_message(ack)
         except (RocketMQError, CodecError):
             return False
-        return response.code == ResponseCode.SUCCESS
+        return True
 
     # -- ChangeInvisibleDuration ---------------------------------------------------------------------
 
@@ -329,31 +315,26 @@ class ConsumerActivity:
         answer SUCCESS. Raises StatusError for an expired handle."""
         if handle.expired(self.broker.now_ms()):
             raise StatusError(pb.INVALID_RECEIPT_HANDLE, "receipt handle is expired")
-        header = ChangeInvisibleTimeRequestHeader(
-            consumer_group=group,
-            topic=real_topic(topic, group, handle.info.retry_flag),
-            queue_id=handle.queue_id,
-            extra_info=handle.text,
-            offset=handle.offset,
-            invisible_time=invisible,
+        ack = AckRequest(
+            group,
+            real_topic(topic, group, handle.info.retry_flag),
+            handle.queue_id,
+            handle.text,
+            handle.offset,
         )
-        command = RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header)
         try:
-            response = await self.pop.change_invisible_time(self._ctx(ctx), command, header)
+            changed = await self.pop.change_invisible_time(ack, invisible)
         except (RocketMQError, CodecError):
             return None
-        if response.code != ResponseCode.SUCCESS:
-            return None
-        fields = response.ext_fields or {}
         info = handle.info
         # LocalMessageService.changeInvisibleTime: the old handle with the new popTime/invisibleTime.
         return " ".join(
             str(v)
             for v in (
                 info.ck_queue_offset,
-                fields.get("popTime", "0"),
-                fields.get("invisibleTime", str(invisible)),
-                fields.get("reviveQid", str(info.revive_qid)),
+                changed.pop_time,
+                changed.invisible_time,
+                changed.revive_qid,
                 info.retry_flag,
                 info.broker_name,
                 handle.queue_id,
@@ -385,20 +366,18 @@ class ConsumerActivity:
         ``maxReconsumeTimes`` 0 (so to ``%DLQ%group``), then the ack of the handle."""
         if handle.commit_log_offset < 0:
             raise StatusError(pb.INVALID_RECEIPT_HANDLE, "commit log offset is empty")
-        header = ConsumerSendMsgBackRequestHeader(
-            offset=handle.commit_log_offset,
-            group=group,
-            delay_level=-1,
-            origin_msg_id=message_id,
-            origin_topic=real_topic(topic, group, handle.info.retry_flag),
-            max_reconsume_times=0,
+        await self.send_back.send_back(
+            SendBackRequest(
+                group=group,
+                offset=handle.commit_log_offset,
+                delay_level=-1,
+                max_reconsume_times=0,
+                origin_msg_id=message_id,
+                origin_topic=real_topic(topic, group, handle.info.retry_flag),
+            )
         )
-        command = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, header)
-        answer = self.send_back.consumer_send_msg_back(self._ctx(ctx), command, header)
-        response = await answer if inspect.isawaitable(answer) else answer
-        if response.code == ResponseCode.SUCCESS:
-            try:
-                await self._ack(ctx, handle, group, topic)
-            except StatusError as err:
-                logger.info("grpc: ack after forwarding %s to the DLQ refused: %s", message_id, err.message)
-        return response.code
+        try:
+            await self._ack(ctx, handle, group, topic)
+        except StatusError as err:
+            logger.info("grpc: ack after forwarding %s to the DLQ refused: %s", message_id, err.message)
+        return ResponseCode.SUCCESS

@@ -1,20 +1,22 @@
-"""SendMessage: a 5.x client's messages through the broker's own send processor.
+"""SendMessage: a 5.x client's messages through the broker's send service.
 
 Mirrors ``SendMessageActivity`` (validation, the protobuf message to RocketMQ properties, the
-queue choice, the answer per message), ``ProducerProcessor.sendMessage`` (the topic message type
-check) and ``LocalMessageService.sendMessage``, which in local mode hands a SEND_MESSAGE command to
-the broker's ``SendMessageProcessor``: so does this, so stored records are exactly a remoting
-send's. Several messages in one request go as one batch, as ``LocalMessageService`` sends them:
-a SEND_MESSAGE with ``batch`` set whose header carries the first message's properties (so, as on
-the Proxy, the broker appends them to every inner message's: the first message's tag, keys and
-id win), answered with one entry whose id is a new one of the batch's.
-RecallMessage (``RecallMessageActivity``) hands RECALL_MESSAGE to the broker's processor likewise.
+queue choice, the answer per message) and ``ProducerProcessor.sendMessage`` (the topic message type
+check). The messages become a :class:`~broker.service.send_values.SendRequest` straight from protobuf
+(the properties dict built once, the bodies as they came) for the same
+:class:`~broker.service.send.SendService` a remoting send uses, so stored records are exactly a
+remoting send's; its outcome becomes the result entry. Several messages in one request go as one
+batch, as the Proxy's ``LocalMessageService`` sends them: the first message's properties are the
+batch-level ones (so, as on the Proxy, the broker appends them to every inner message's: the
+first message's tag, keys and id win), answered with one entry whose id is a new one of the
+batch's. A transactional message's half-message position (queue offset, commit-log offset) comes
+from the outcome, for the EndTransaction that follows.
+RecallMessage (``RecallMessageActivity``) adapts onto the same recall service as RECALL_MESSAGE.
 """
 
 from __future__ import annotations
 
 import collections
-import inspect
 import itertools
 from collections.abc import Sequence
 
@@ -24,20 +26,17 @@ from broker.grpc.convert import SYSTEM_PROPERTIES
 from broker.grpc.route import check_topic, topic_message_type
 from broker.grpc.transaction import TransactionActivity, TransactionData
 from broker.grpc.validation import timestamp_valid
-from broker.processors.recall import RecallMessageProcessor
-from broker.processors.send import SendMessageProcessor
+from broker.service.recall import RecallRefused, RecallRequest, RecallService
+from broker.service.send import SendService
+from broker.service.send_values import BatchItem, SendOutcome, SendRequest
 from broker.timer.service import TIMER_DELIVER_MS
 from broker.topic_config_manager import DEFAULT_TOPIC, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
-from codec.batch import BatchEntry, encode_batch
 from codec.bodies.register import PERM_WRITE
-from codec.codes import RequestCode, ResponseCode
-from codec.command import RemotingCommand
-from codec.errors import CodecError, RocketMQError
+from codec.codes import ResponseCode
+from codec.errors import CodecError
 from codec.hashing import java_string_hash
-from codec.headers.recall import RecallMessageRequestHeader
-from codec.headers.send import SendMessageRequestHeader
 from codec.message import MessageSysFlag
-from codec.message_id import UniqIdGenerator, decode_offset_msg_id
+from codec.message_id import UniqIdGenerator
 from codec.properties import (
     CHECK_IMMUNITY_TIME_IN_SECONDS,
     DELAY,
@@ -48,10 +47,8 @@ from codec.properties import (
     TAGS,
     TRAN_MSG,
     UNIQ_KEY,
-    encode_properties,
 )
 from codec.recall_handle import RecallHandle
-from gateway.transport.dispatch import ConnectionInfo, RequestContext
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
 # MessageConst property names the Proxy sets.
@@ -134,16 +131,22 @@ def consistent_hash(value: int, buckets: int) -> int:
 
 
 class SendActivity:
-    """SendMessage over :class:`SendMessageProcessor`; see the module docstring."""
+    """SendMessage over :class:`SendService`; see the module docstring."""
 
-    def __init__(self, broker: BrokerController, transactions: TransactionActivity | None = None) -> None:
-        """``transactions`` learns the half message of each transactional send (for its end)."""
+    def __init__(
+        self,
+        broker: BrokerController,
+        transactions: TransactionActivity | None = None,
+        service: SendService | None = None,
+        recalls: RecallService | None = None,
+    ) -> None:
+        """``transactions`` learns the half message of each transactional send (for its end);
+        ``service`` and ``recalls``: the broker's send and recall services (default: own ones)."""
         self.broker = broker
         self.transactions = transactions
-        self.processor = SendMessageProcessor(broker)
-        self.recaller = RecallMessageProcessor(broker)
+        self.service = service if service is not None else SendService(broker)
+        self.recalls = recalls if recalls is not None else RecallService(broker)
         self._round_robin: dict[str, itertools.count[int]] = collections.defaultdict(itertools.count)
-        self._connections = itertools.count(1 << 47)
         self._batch_ids = UniqIdGenerator()  # MessageClientIDSetter.setUniqID(msgBatch)
 
     def _queue_id(self, request: pb.SendMessageRequest, topic: str, write_queues: int) -> int:
@@ -189,10 +192,7 @@ class SendActivity:
         if first.system_properties.message_type == pb.TRANSACTION:
             sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
         queue_id = self._queue_id(request, name, topic.write_queue_nums if topic.perm & PERM_WRITE else 0)
-        connection = RequestContext(ConnectionInfo(next(self._connections), ctx.remote_addr, ""))
-        entries = [
-            await self._send_messages(connection, name, queue_id, sys_flag, request.messages, all_props)
-        ]
+        entries = [await self._send_messages(ctx, name, queue_id, sys_flag, request.messages, all_props)]
         codes = {entry.status.code for entry in entries}
         overall = (
             OK if codes == {pb.OK} else status(pb.MULTIPLE_RESULTS) if len(codes) > 1 else entries[0].status
@@ -201,68 +201,57 @@ class SendActivity:
 
     async def _send_messages(
         self,
-        ctx: RequestContext,
+        ctx: ClientContext,
         topic: str,
         queue_id: int,
         sys_flag: int,
         messages: Sequence[pb.Message],
         all_props: list[dict[str, str]],
     ) -> pb.SendResultEntry:
-        """One message as a SEND_MESSAGE; several as ``LocalMessageService.sendMessage`` sends a
-        ``MessageBatch``: the first one's properties and born time in the header, a new id."""
+        """One message as one send; several as ``LocalMessageService.sendMessage`` sends a
+        ``MessageBatch``: the first one's properties and born time for the batch, a new id."""
         first = all_props[0]
-        if len(messages) == 1:
-            body, message_id = messages[0].body, first[UNIQ_KEY]
-            born, reconsume_times = self.broker.now_ms(), messages[0].system_properties.delivery_attempt
-        else:
-            pairs = zip(messages, all_props, strict=True)
-            body = encode_batch([BatchEntry(0, m.body, encode_properties(p)) for m, p in pairs])
-            message_id, reconsume_times = self._batch_ids.next_id(), 0
-            stamp = first.get(BORN_TIMESTAMP, "")
-            born = int(stamp) if stamp.isdigit() else self.broker.now_ms()
-        header = SendMessageRequestHeader(
-            producer_group=topic,
+        request = SendRequest(
             topic=topic,
+            queue_id=queue_id,
+            properties=first,
+            sys_flag=sys_flag,
+            producer_group=topic,
             default_topic=DEFAULT_TOPIC,
             default_topic_queue_nums=DEFAULT_TOPIC_QUEUE_NUMS,
-            queue_id=queue_id,
-            sys_flag=sys_flag,
-            born_timestamp=born,
-            flag=0,
-            properties=encode_properties(first),
-            reconsume_times=reconsume_times,
-            batch=True if len(messages) > 1 else None,
+            remote_addr=ctx.remote_addr,
         )
-        return await self._send(ctx, header, body, message_id)
-
-    async def _send(
-        self, ctx: RequestContext, header: SendMessageRequestHeader, body: bytes, message_id: str
-    ) -> pb.SendResultEntry:
-        """The SEND_MESSAGE through the broker's processor, and its answer as a result entry."""
-        topic, sys_flag = header.topic, header.sys_flag or 0
-        command = RemotingCommand.request(RequestCode.SEND_MESSAGE, header, body=body)
-        answer = self.processor.send(ctx, command, header)
-        response = await answer if inspect.isawaitable(answer) else answer
-        code = _PUT_STATUS.get(response.code)
-        if code is None:
-            # LocalMessageService: a failed send is a ProxyException(INTERNAL_SERVER_ERROR, remark).
-            raise RocketMQError(response.remark or str(response.code))
+        if len(messages) == 1:
+            message_id = first[UNIQ_KEY]
+            request.body = messages[0].body
+            request.born_timestamp = self.broker.now_ms()
+            request.reconsume_times = messages[0].system_properties.delivery_attempt
+        else:
+            message_id = self._batch_ids.next_id()
+            stamp = first.get(BORN_TIMESTAMP, "")
+            request.born_timestamp = int(stamp) if stamp.isdigit() else self.broker.now_ms()
+            # The batch-level properties are a copy: the first item keeps its own dict.
+            request.properties = dict(first)
+            request.batch = [BatchItem(m.body, 0, p) for m, p in zip(messages, all_props, strict=True)]
+        answer = self.service.send(request)
+        outcome = answer if isinstance(answer, SendOutcome) else await answer
+        code = _PUT_STATUS[outcome.code]
         if code != pb.OK:
-            return pb.SendResultEntry(status=status(code, f"send message failed, sendStatus={response.code}"))
-        fields = response.ext_fields or {}
-        transaction_id = fields.get("transactionId", "")
+            return pb.SendResultEntry(
+                status=status(code, f"send message failed, sendStatus={int(outcome.code)}")
+            )
+        transaction_id = outcome.transaction_id or ""
         prepared = sys_flag & MessageSysFlag.TRANSACTION_PREPARED_TYPE and transaction_id
-        if prepared and self.transactions and "," not in fields.get("msgId", ""):  # not a batch
+        if prepared and self.transactions and len(outcome.physical_offsets) == 1:  # not a batch
             # ProducerProcessor.fillTransactionData: where the half message is, for the end.
-            _host, _port, commit_log_offset = decode_offset_msg_id(fields.get("msgId", ""))
-            data = TransactionData(int(fields.get("queueOffset", "0")), commit_log_offset)
+            data = TransactionData(outcome.queue_offset, outcome.physical_offsets[0])
             self.transactions.remember(topic, transaction_id, data)
         return pb.SendResultEntry(
             status=OK,
             message_id=message_id,
             transaction_id=transaction_id,
-            offset=int(fields.get("queueOffset", "0")),
-            recall_handle=fields.get("recallHandle", ""),
+            offset=outcome.queue_offset,
+            recall_handle=outcome.recall_handle or "",
         )
 
     async def recall_message(
@@ -280,16 +269,13 @@ class SendActivity:
                 " but actual type is DELAY",
             )
         try:
-            handle = RecallHandle.decode(request.recall_handle)
+            RecallHandle.decode(request.recall_handle)  # the Proxy decodes it to find the broker
         except CodecError as err:
             raise StatusError(pb.INTERNAL_SERVER_ERROR, str(err)) from None
-        header = RecallMessageRequestHeader(
-            topic=name, recall_handle=request.recall_handle, broker_name=handle.broker_name
-        )
-        connection = RequestContext(ConnectionInfo(next(self._connections), ctx.remote_addr, ""))
-        command = RemotingCommand.request(RequestCode.RECALL_MESSAGE, header)
         try:
-            response = await self.recaller.recall(connection, command, header)
-        except RocketMQError as err:
+            outcome = await self.recalls.recall(
+                RecallRequest(name, request.recall_handle, remote_addr=ctx.remote_addr)
+            )
+        except RecallRefused as err:
             raise StatusError(pb.INTERNAL_SERVER_ERROR, str(err)) from None
-        return pb.RecallMessageResponse(status=OK, message_id=(response.ext_fields or {}).get("msgId", ""))
+        return pb.RecallMessageResponse(status=OK, message_id=outcome.message_id)

@@ -6,7 +6,7 @@ listed here are answered UNIMPLEMENTED by the transport; see docs/grpc.md for wh
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 
 from broker.auth.guard import AuthGuard
 from broker.controller import BrokerController
@@ -18,7 +18,7 @@ from broker.grpc.request_checks import RequestChecks, chain
 from broker.grpc.route import RouteActivity
 from broker.grpc.send import SendActivity
 from broker.grpc.transaction import TransactionActivity
-from broker.pop.processor import PopProcessor
+from broker.service.services import BrokerServices
 from gateway.transport.grpc.config import GrpcServerConfig
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
@@ -36,28 +36,43 @@ class MessagingService:
         self,
         broker: BrokerController,
         grpc_port: int,
-        pop: PopProcessor | None = None,
+        services: BrokerServices | None = None,
         auth: AuthGuard | None = None,
         config: GrpcServerConfig | None = None,
+        connection_ids: Iterator[int] | None = None,
     ) -> None:
-        """``pop``: the broker's POP processor, which the consuming RPCs hand their work to; without
-        it they are answered UNIMPLEMENTED. ``auth``: the broker's authentication and authorization
+        """``services``: the broker's typed operations, which the remoting processors share; without
+        them the producing RPCs get services of their own and the consuming ones are answered
+        UNIMPLEMENTED. ``auth``: the broker's authentication and authorization
         check, run on every request message as the Proxy's request pipeline (None: both off).
-        ``config``: the endpoint's settings (the renewal of receipt handles, the limits of the
-        request checks, which run after authentication: :mod:`broker.grpc.request_checks`); the consumer's
-        ``renewer.run`` must be started by whoever runs the service."""
+        ``connection_ids``: the remoting servers' connection id sequence, which numbers the gRPC
+        clients in the ClientManager too. ``config``: the endpoint's settings (the renewal of
+        receipt handles, the limits of the request checks, which run after authentication:
+        :mod:`broker.grpc.request_checks`); the consumer's ``renewer.run`` must be started by whoever
+        runs the service."""
         self.validation = RequestChecks(broker, config or GrpcServerConfig())
         self.check = chain(grpc_auth(auth), self.validation)
         self.route = RouteActivity(broker, grpc_port)
-        self.clients = ClientActivity(broker, check=self.check)
-        self.transactions = TransactionActivity(broker, self.clients.sessions)
+        self.clients = ClientActivity(broker, check=self.check, ids=connection_ids)
+        shared = services
+        self.transactions = TransactionActivity(
+            broker, self.clients.sessions, shared.end_transaction if shared else None
+        )
         self.clients.peer_for = self.transactions.peer_for
         self.validation.settings_of = self.clients.settings_of
-        self.send = SendActivity(broker, self.transactions)
+        self.send = SendActivity(
+            broker, self.transactions, shared.send if shared else None, shared.recall if shared else None
+        )
         self.consumer = None
-        if pop is not None:
+        if shared is not None:
             self.consumer = ConsumerActivity(
-                broker, pop, self.clients.settings_of, self.check, config, self.clients.is_online
+                broker,
+                shared.consume,
+                self.clients.settings_of,
+                self.check,
+                config,
+                self.clients.is_online,
+                send_back=shared.send_back,
             )
 
     @property

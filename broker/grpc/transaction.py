@@ -6,35 +6,29 @@ message's queue offset and commit-log offset, from the send or from a check), an
 check-backs, the ``GrpcClientChannel`` of a producer: the broker's CHECK_TRANSACTION_STATE to the
 producer group becomes a RecoverOrphanedTransactionCommand on the client's Telemetry stream. A
 5.x client's producer group is its topic (the Proxy's choice), under which ClientActivity
-registers it. The end itself goes to the broker's ``EndTransactionProcessor`` as a oneway
-request would, so the answer is OK whatever the broker made of it, as from the Proxy.
+registers it. The end itself goes to the same typed end-transaction service as a remoting
+END_TRANSACTION (:mod:`broker.service.end_transaction`): OK when the broker resolved it or the
+client left it unknown; a refusal becomes the response's status.
 """
 
 from __future__ import annotations
 
 import collections
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from broker.controller import BrokerController
 from broker.grpc.common import OK, Call, ClientContext, StatusError
 from broker.grpc.convert import to_message
+from broker.grpc.peer import TelemetryPeer, TransactionCheck
 from broker.grpc.route import check_topic
-from broker.processors.end_transaction import EndTransactionProcessor
-from codec.codes import RequestCode
-from codec.command import RemotingCommand
-from codec.errors import CodecError
+from broker.service.end_transaction import EndTransactionRequest, EndTransactionService
 from codec.headers.transaction import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
-    CheckTransactionStateRequestHeader,
-    EndTransactionRequestHeader,
 )
-from codec.message import decode_record
 from codec.properties import PGROUP, UNIQ_KEY, decode_properties
-from gateway.transport.dispatch import ConnectionInfo, RequestContext
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
 logger = logging.getLogger(__name__)
@@ -52,10 +46,13 @@ class TransactionData:
 class TransactionActivity:
     """See the module docstring; ``sessions`` are ClientActivity's Telemetry streams by client id."""
 
-    def __init__(self, broker: BrokerController, sessions: dict[str, Call]) -> None:
+    def __init__(
+        self, broker: BrokerController, sessions: dict[str, Call], ends: EndTransactionService | None = None
+    ) -> None:
+        """``ends``: the broker's end-transaction service (default: one of its own)."""
         self.broker = broker
         self.sessions = sessions
-        self.processor = EndTransactionProcessor(broker)
+        self.ends = ends if ends is not None else EndTransactionService(broker)
         self.data: collections.OrderedDict[tuple[str, str], TransactionData] = collections.OrderedDict()
         self.relayed = 0
 
@@ -74,44 +71,35 @@ class TransactionActivity:
         data = self.data.pop((topic, request.transaction_id), None)
         if data is None:
             raise StatusError(pb.INVALID_TRANSACTION_ID, "cannot found transaction data")
-        header = EndTransactionRequestHeader(
+        end = EndTransactionRequest(
             producer_group=topic,
             tran_state_table_offset=data.tran_state_table_offset,
             commit_log_offset=data.commit_log_offset,
             commit_or_rollback=_RESOLUTIONS.get(request.resolution, TRANSACTION_NOT_TYPE),
-            msg_id=request.message_id,
             from_transaction_check=request.source == pb.SOURCE_SERVER_CHECK,
             transaction_id=request.transaction_id,
-            topic=topic,
-            broker_name=self.broker.config.broker_name,
+            remote_addr=ctx.remote_addr,
         )
-        command = RemotingCommand.request(RequestCode.END_TRANSACTION, header)
-        context = RequestContext(ConnectionInfo(0, ctx.remote_addr, ""))
-        response = await self.processor.end_transaction(context, command, header)
-        if response is not None and response.code != 0:
-            logger.info("end of transaction %s: %s", request.transaction_id, response.remark)
+        await self.ends.end_transaction(end)
         return pb.EndTransactionResponse(status=OK)
 
     def peer_for(self, client_id: str) -> TelemetryPeer:
-        return TelemetryPeer(self, client_id)
+        return TelemetryPeer(
+            client_id, lambda check: self.relay_check(client_id, check), lambda: client_id in self.sessions
+        )
 
-    def relay_check(self, client_id: str, request: RemotingCommand) -> bool:
-        """CHECK_TRANSACTION_STATE to the client as a RecoverOrphanedTransactionCommand."""
+    def relay_check(self, client_id: str, check: TransactionCheck) -> bool:
+        """A transaction check-back to the client as a RecoverOrphanedTransactionCommand."""
         session = self.sessions.get(client_id)
-        if session is None or request.code != RequestCode.CHECK_TRANSACTION_STATE:
+        if session is None:
             return False
-        try:
-            header = request.header(CheckTransactionStateRequestHeader)
-            record = decode_record(bytes(request.body))
-        except CodecError as err:
-            logger.error("transaction check for %s not relayed: %s", client_id, err)
-            return False
+        record = check.record
         props = decode_properties(record.properties)
-        transaction_id = header.transaction_id or props.get(UNIQ_KEY, "")
+        transaction_id = check.transaction_id or props.get(UNIQ_KEY, "")
         self.remember(
             props.get(PGROUP, record.topic),
             transaction_id,
-            TransactionData(header.tran_state_table_offset, header.commit_log_offset),
+            TransactionData(check.tran_state_table_offset, check.commit_log_offset),
         )
         command = pb.TelemetryCommand(
             recover_orphaned_transaction_command=pb.RecoverOrphanedTransactionCommand(
@@ -121,35 +109,3 @@ class TransactionActivity:
         posted = session.post(command.SerializeToString())
         self.relayed += posted
         return posted
-
-
-class TelemetryPeer:
-    """The broker's view of a 5.x producer (gateway.transport.dispatch.Peer): the one request
-    the broker sends a producer, the transaction check, goes to its Telemetry stream."""
-
-    def __init__(self, activity: TransactionActivity, client_id: str) -> None:
-        self._relay: Callable[[RemotingCommand], bool] = lambda request: activity.relay_check(
-            client_id, request
-        )
-        self._open: Callable[[], bool] = lambda: client_id in activity.sessions
-
-    @property
-    def closed(self) -> bool:
-        """Closed once the client's Telemetry session is gone."""
-        return not self._open()
-
-    @property
-    def writable(self) -> bool:
-        return self._open()
-
-    async def invoke(self, request: RemotingCommand, timeout_s: float) -> RemotingCommand:
-        raise CodecError("a gRPC client answers no remoting request")
-
-    async def invoke_oneway(self, request: RemotingCommand) -> None:
-        self._relay(request)
-
-    def try_invoke_oneway(self, request: RemotingCommand) -> bool:
-        return self._relay(request)
-
-    def close(self) -> None:
-        """A gRPC client's stream ends with its connection; nothing to close here."""

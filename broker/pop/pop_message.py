@@ -43,7 +43,7 @@ from codec.extra_info import (
     polling_key,
     start_offset_entry,
 )
-from codec.headers.pop import CONSUME_INIT_MODE_MIN, PopMessageRequestHeader
+from codec.headers.pop import CONSUME_INIT_MODE_MIN, TIMEOUT_TOO_MUCH_MS
 from codec.message import decode_record, encode_record
 from codec.properties import POP_CK, decode_properties, encode_properties
 from store.message_filter import MessageFilter
@@ -63,6 +63,66 @@ _SKIPPED_STATUSES = (
     GetMessageStatus.MESSAGE_WAS_REMOVING,
     GetMessageStatus.NO_MATCHED_LOGIC_QUEUE,
 )
+
+
+class PopRequest:
+    """A pop, typed (the fields of ``PopMessageRequestHeader``): up to ``max_msg_nums`` messages of
+    ``topic`` (queue ``queue_id``, -1: any) for ``consumer_group``, invisible for
+    ``invisible_time`` ms, waiting up to ``poll_time`` ms from ``born_time`` (None or 0: now) when
+    there are none; ``init_mode`` the start of a group without an offset; ``exp_type`` and ``exp``
+    the filter; ``order`` an orderly pop, ``attempt_id`` its retry of an earlier one."""
+
+    __slots__ = (
+        "attempt_id",
+        "born_time",
+        "consumer_group",
+        "exp",
+        "exp_type",
+        "init_mode",
+        "invisible_time",
+        "max_msg_nums",
+        "order",
+        "poll_time",
+        "queue_id",
+        "topic",
+    )
+
+    def __init__(
+        self,
+        *,
+        consumer_group: str,
+        topic: str,
+        queue_id: int,
+        max_msg_nums: int,
+        invisible_time: int,
+        poll_time: int,
+        init_mode: int,
+        born_time: int | None = None,
+        exp_type: str | None = None,
+        exp: str | None = None,
+        order: bool | None = None,
+        attempt_id: str | None = None,
+    ) -> None:
+        self.consumer_group = consumer_group
+        self.topic = topic
+        self.queue_id = queue_id
+        self.max_msg_nums = max_msg_nums
+        self.invisible_time = invisible_time
+        self.poll_time = poll_time
+        self.init_mode = init_mode
+        self.born_time = born_time
+        self.exp_type = exp_type
+        self.exp = exp
+        self.order = order
+        self.attempt_id = attempt_id
+
+    def is_order(self) -> bool:
+        return bool(self.order)
+
+    def is_timeout_too_much(self, now_ms: int) -> bool:
+        """``isTimeoutTooMuch``: the request spent its poll time before it reached us."""
+        born = self.born_time or now_ms
+        return now_ms - born - self.poll_time > TIMEOUT_TOO_MUCH_MS
 
 
 @dataclass
@@ -110,7 +170,7 @@ def check_queue_and_group(broker: BrokerController, topic_name: str, queue_id: i
         )
 
 
-def check_pop(broker: BrokerController, header: PopMessageRequestHeader, now_ms: int) -> MessageFilter | None:
+def check_pop(broker: BrokerController, header: PopRequest, now_ms: int) -> MessageFilter | None:
     """The checks of ``processRequest`` in Java's order; raises RocketMQError with Java's code."""
     config = broker.config
     if header.is_timeout_too_much(now_ms):
@@ -156,9 +216,7 @@ class PopReader:
         self.writer = writer
         self.orders = orders
 
-    async def read(
-        self, header: PopMessageRequestHeader, message_filter: MessageFilter | None, now_ms: int
-    ) -> PopBatch:
+    async def read(self, header: PopRequest, message_filter: MessageFilter | None, now_ms: int) -> PopBatch:
         state, pop = self.state, self.pop
         random_q = state.random_percent()
         order = header.is_order()
@@ -182,7 +240,7 @@ class PopReader:
         self,
         topic: str,
         is_retry: bool,
-        header: PopMessageRequestHeader,
+        header: PopRequest,
         message_filter: MessageFilter | None,
         batch: PopBatch,
         random_q: int,
@@ -221,7 +279,7 @@ class PopReader:
         topic: str,
         is_retry: bool,
         queue_id: int,
-        header: PopMessageRequestHeader,
+        header: PopRequest,
         message_filter: MessageFilter | None,
         batch: PopBatch,
     ) -> None:
@@ -298,9 +356,7 @@ class PopReader:
         finally:
             state.unlock(lock_key)
 
-    def _retry_as_normal(
-        self, data: bytes, header: PopMessageRequestHeader, batch: PopBatch, start: int
-    ) -> bytes:
+    def _retry_as_normal(self, data: bytes, header: PopRequest, batch: PopBatch, start: int) -> bytes:
         """A retry-topic record as Java returns it: ``POP_CK`` set, the normal topic in place."""
         try:
             record = decode_record(data)

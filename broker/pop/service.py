@@ -1,8 +1,9 @@
-"""POP assembled for the broker: its processors registered and its revive loop.
+"""POP's background work: the Trio loop that steps the revive service every ``reviveInterval``
+(``PopReviveService.run``) and persists the orderly state.
 
-``register_pop`` is the one call :mod:`broker.app` makes while building the dispatcher; the
-returned :class:`PopService` has the Trio loop that steps the revive service every
-``reviveInterval`` (``PopReviveService.run``).
+:mod:`broker.app` builds it over the consume service's POP state (its checkpoint writer, in-flight
+counts and orderly bookkeeping) and runs :meth:`PopService.run`; the POP processors are registered
+there with the broker's other processors.
 """
 
 from __future__ import annotations
@@ -13,33 +14,32 @@ from collections.abc import Callable
 import trio
 
 from broker.controller import BrokerController
-from broker.pop.assignment import QueryAssignmentProcessor
-from broker.pop.notification import NotificationProcessor
-from broker.pop.order_info import CONSUMER_ORDER_INFO_JSON
-from broker.pop.processor import PopProcessor
+from broker.pop.order_info import CONSUMER_ORDER_INFO_JSON, ConsumerOrderInfoManager
 from broker.pop.records import PopConfig
 from broker.pop.revive import PopReviveService
+from broker.pop.state import PopState
+from broker.pop.writer import RecordWriter
 from codec.errors import RocketMQError
-from gateway.transport.dispatch import Dispatcher
 from store.errors import StoreError
 
 logger = logging.getLogger(__name__)
 
 
 class PopService:
+    """``timer_caught_up``: whether the timer, which delivers the revive records, is caught up."""
+
     def __init__(
-        self, broker: BrokerController, timer_caught_up: Callable[[int], bool] = lambda _now_ms: True
+        self,
+        broker: BrokerController,
+        config: PopConfig,
+        writer: RecordWriter,
+        state: PopState,
+        orders: ConsumerOrderInfoManager,
+        timer_caught_up: Callable[[int], bool] = lambda _now_ms: True,
     ) -> None:
-        self.config = PopConfig.of(broker.config)
-        self.processor = PopProcessor(broker, self.config)
-        self.revive = PopReviveService(
-            broker, self.config, self.processor.writer, self.processor.state, timer_caught_up
-        )
-        self.assignment = QueryAssignmentProcessor(broker, self.config)
-        processor = self.processor
-        self.notification = NotificationProcessor(
-            broker, self.config, processor.state, processor.polling, processor.orders
-        )
+        self.config = config
+        self.orders = orders
+        self.revive = PopReviveService(broker, config, writer, state, timer_caught_up)
         self.broker = broker
 
     async def run(self) -> None:
@@ -60,7 +60,7 @@ class PopService:
             self.persist_order_info()
 
     def persist_order_info(self) -> None:
-        orders = self.processor.orders
+        orders = self.orders
         if not orders.dirty:
             return
         orders.dirty = False
@@ -75,18 +75,3 @@ class PopService:
             broker.store.config_files.persist(CONSUMER_ORDER_INFO_JSON, orders.to_obj(exists))
         except StoreError as err:
             logger.error("could not persist %s: %s", CONSUMER_ORDER_INFO_JSON, err)
-
-
-def register_pop(
-    broker: BrokerController,
-    dispatcher: Dispatcher,
-    timer_caught_up: Callable[[int], bool] = lambda _now_ms: True,
-) -> PopService:
-    """Register the POP request codes on ``dispatcher``; the service whose ``run`` revives.
-    ``timer_caught_up``: whether the timer, which delivers the revive records, is caught up."""
-    service = PopService(broker, timer_caught_up)
-    service.revive.ensure_topic()
-    service.processor.register(dispatcher)
-    service.assignment.register(dispatcher)
-    service.notification.register(dispatcher)
-    return service

@@ -15,13 +15,14 @@ import logging
 
 from broker.controller import BrokerController
 from broker.processors.send import SendMessageProcessor
+from broker.service.send_values import SendRefused
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.errors import RocketMQError
 from codec.hashing import java_hashmap_order
 from codec.headers.send import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
 from codec.message_id import encode_offset_msg_id
-from codec.properties import decode_properties, encode_properties
+from codec.properties import encode_properties
 from gateway.transport.dispatch import Dispatcher, Peer, RequestContext
 
 logger = logging.getLogger(__name__)
@@ -33,9 +34,10 @@ _PROPERTIES_MAP_CAPACITY = 128  # MessageDecoder.string2messageProperties: new H
 
 
 class ReplyMessageProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerController, send: SendMessageProcessor | None = None) -> None:
+        """``send``: the send processor whose checks and records a reply shares."""
         self.broker = broker
-        self._send = SendMessageProcessor(broker)
+        self._send = send if send is not None else SendMessageProcessor(broker)
         self.pushed = 0
 
     def register(self, dispatcher: Dispatcher) -> None:
@@ -51,12 +53,16 @@ class ReplyMessageProcessor:
         self, ctx: RequestContext, request: RemotingCommand, header: SendMessageRequestHeader
     ) -> RemotingCommand:
         broker = self.broker
-        topic_config, queue_id = self._send._check(ctx, header)
-        props = decode_properties(header.properties)
-        record = self._send._base_record(ctx, header, topic_config, queue_id, bytes(request.body))
+        send = self._send.send_request(ctx, request, header)
+        try:
+            topic_config, queue_id = self._send.service.check(send)
+        except SendRefused as err:
+            raise self._send.refusal(err) from None
+        props = send.properties
+        record = self._send.service.base_record(send, topic_config, queue_id, bytes(request.body))
         record.sys_flag = header.sys_flag  # the reply is stored as sent (no MULTI_TAGS stamp)
         record.properties = header.properties or ""
-        fields = self._send._extras()
+        fields = self._send.extras()
         remark = await self._push(ctx, header, props, record.body)
         if remark is None:
             fields.update(
