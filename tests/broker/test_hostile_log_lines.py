@@ -59,11 +59,11 @@ async def test_pops_invisible_past_the_timer_log_one_line(
         await send_all(conn, "PopH", [b"h0"])
         with caplog.at_level(logging.INFO):
             with trio.fail_after(10):  # until the message is in its queue and its checkpoint refused
-                while not app.broker.pop.processor.writer.failures:
+                while not app.broker.services.consume.writer.failures:
                     await conn.invoke(pop_request("PopH", DAYS_4_MS), 5)
                     await trio.sleep(0.05)
             answers = [await conn.invoke(pop_request("PopH", DAYS_4_MS), 5) for _ in range(20)]
-        refused = app.broker.pop.processor.writer.failures
+        refused = app.broker.services.consume.writer.failures
     assert {a.code for a in answers} == {ResponseCode.POLLING_TIMEOUT}  # nothing leaves
     assert refused > 20
     lines = [r for r in caplog.records if r.name.startswith("broker.pop")]
