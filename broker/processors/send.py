@@ -10,7 +10,8 @@ after works on :class:`SendMessageRequestHeader`. The steps, in Java's order:
    ``MSG_REGION``, ``TRACE_ON``, ``CLUSTER``); a batch's inner messages keep their own and get
    the batch-level ones appended, as 5.x ``MessageExtEncoder.encodeBatch`` does;
 3. a message sent to a retry topic may be redirected to the group's DLQ
-   (``handleRetryAndDLQ``); a positive ``DELAY`` level routes it through ``SCHEDULE_TOPIC_XXXX``;
+   (``handleRetryAndDLQ``); a priority message goes to the queue of its priority
+   (:mod:`broker.priority`); a positive ``DELAY`` level routes it through ``SCHEDULE_TOPIC_XXXX``;
 4. the store put, and the response fields the client reads (``msgId``, ``queueId``,
    ``queueOffset``, ``transactionId``) plus ``MSG_REGION`` and ``TRACE_ON``, which keep
    ``extFields`` non-null even on errors.
@@ -27,6 +28,7 @@ import random
 from collections.abc import Awaitable
 
 from broker.controller import BrokerController
+from broker.priority import priority_queue
 from broker.schedule import apply_delay_level
 from broker.timer.service import TIMER_OUT_MS, TIMER_TOPIC, TimerMessageError, route_timer_message
 from broker.topic_config_manager import (
@@ -277,6 +279,7 @@ class SendMessageProcessor:
             self._retry_or_dlq(request, header, record, props)
         if UNIQ_KEY not in props:
             props[UNIQ_KEY] = broker.uniq_ids.next_id()
+        record.queue_id = priority_queue(props, record.queue_id, topic_config.write_queue_nums)
         self._stamp_broker_properties(props)
         if props.get(TRAN_MSG) == "true" and not (header.reconsume_times and props.get(DELAY)):
             if broker.config.reject_transaction_message:
