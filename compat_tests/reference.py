@@ -383,6 +383,7 @@ class ReferenceServers:
             "grpcServerPort": grpc_port,
             "remotingListenPort": remoting_port,
             "namesrvAddr": self.namesrv_addr,
+            "localServeAddr": "127.0.0.1",  # the address it routes clients to (else the host's)
             **(extra or {}),
         }
         conf.write_text(json.dumps(keys))
