@@ -151,3 +151,17 @@ def test_switch_timer_engine_raw_requests(target: Target) -> None:
         (0, "switch timer engine success"),
         (INVALID_PARAMETER, "timerRocksDBEnable must be configured true when broker start"),
     ]
+
+
+def test_the_5_5_1_batch_deletions_are_unknown_to_5_5_0(target: Target) -> None:
+    """DELETE_TOPIC_IN_BROKER_LIST (5002) and DELETE_SUBSCRIPTION_GROUP_LIST (5003) are defined by
+    rocketmq-remoting 5.5.1, not 5.5.0: its broker answers them as any unknown code, so does ours."""
+    bodies = {
+        5002: b'{"topicList":["NoSuchTopic55"]}',
+        5003: b'{"cleanOffset":false,"groupNameList":["NoSuchGroup55"]}',
+    }
+    with RawSession(broker_addr(target)) as s:
+        answers = {code: s.call(code, {}, body) for code, body in bodies.items()}
+    assert {code: (a["code"], a["remark"]) for code, a in answers.items()} == {
+        code: (3, f" request type {code} not supported") for code in bodies
+    }
