@@ -21,8 +21,10 @@ from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.errors import RocketMQError
 from codec.headers.base import EmptyHeader
+from codec.headers.pop import PopMessageRequestHeader
 from codec.java_properties import parse_properties
-from tests.broker.helpers import running_broker
+from codec.message import iter_records
+from tests.broker.helpers import running_broker, send_request
 
 
 def test_the_queue_of_a_priority_message_is_its_priority_capped_by_the_queues() -> None:
@@ -92,3 +94,56 @@ async def test_switch_timer_engine_without_the_time_wheel(tmp_path: Path) -> Non
             ResponseCode.INVALID_PARAMETER,
             "broker timerWheelEnable is false",
         )
+
+
+def create_topic(topic: str, attributes: str) -> RemotingCommand:
+    ext = {
+        "topic": topic,
+        "defaultTopic": "TBW102",
+        "readQueueNums": "4",
+        "writeQueueNums": "4",
+        "perm": "6",
+        "topicFilterType": "SINGLE_TAG",
+        "topicSysFlag": "0",
+        "order": "false",
+        "attributes": attributes,
+    }
+    return RemotingCommand(code=RequestCode.UPDATE_AND_CREATE_TOPIC, ext_fields=ext)
+
+
+def pop(topic: str, group: str, max_nums: int) -> RemotingCommand:
+    header = PopMessageRequestHeader(
+        consumer_group=group,
+        topic=topic,
+        queue_id=-1,
+        max_msg_nums=max_nums,
+        invisible_time=60_000,
+        poll_time=0,
+        born_time=0,
+        init_mode=0,
+        exp_type="TAG",
+        exp="*",
+        order=False,
+    )
+    return RemotingCommand.request(RequestCode.POP_MESSAGE, header)
+
+
+async def test_a_priority_backlog_pops_highest_queue_first_fifo_within(tmp_path: Path) -> None:
+    """The example of docs/priority.md: each message stored in the queue of its priority (capped),
+    popped highest queue first, across two pops of one group."""
+    backlog = [(0, "a"), (3, "b"), (1, "c"), (7, "d"), (2, "e"), (0, "f"), (3, "g"), (1, "h"), (2, "i")]
+    async with running_broker(tmp_path) as (_app, conn):
+        created = await conn.invoke(create_topic("PrioT", "+message.type=PRIORITY"), 5)
+        assert created.code == ResponseCode.SUCCESS
+        queues = []
+        for priority, body in backlog:
+            sent = await conn.invoke(
+                send_request("PrioT", body.encode(), {PROPERTY_PRIORITY: str(priority)}), 5
+            )
+            assert sent.code == ResponseCode.SUCCESS
+            queues.append(int((sent.ext_fields or {})["queueId"]))
+        assert queues == [0, 3, 1, 3, 2, 0, 3, 1, 2]
+        first = await conn.invoke(pop("PrioT", "g1", 4), 5)
+        rest = await conn.invoke(pop("PrioT", "g1", 32), 5)
+        bodies = [r.body.decode() for resp in (first, rest) for r in iter_records(resp.body)]
+        assert bodies == ["b", "d", "g", "e", "i", "c", "h", "a", "f"]
