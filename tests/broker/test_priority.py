@@ -16,6 +16,7 @@ from broker.priority import (
     priority_queue,
     priority_queue_order,
 )
+from broker.subscription_group_manager import SubscriptionGroupConfig
 from broker.topic_attributes import requested_attributes
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
@@ -24,6 +25,7 @@ from codec.headers.base import EmptyHeader
 from codec.headers.pop import PopMessageRequestHeader
 from codec.java_properties import parse_properties
 from codec.message import iter_records
+from gateway.transport.connection import Connection
 from tests.broker.helpers import running_broker, send_request
 
 
@@ -128,22 +130,44 @@ def pop(topic: str, group: str, max_nums: int) -> RemotingCommand:
     return RemotingCommand.request(RequestCode.POP_MESSAGE, header)
 
 
+BACKLOG = [(0, "a"), (3, "b"), (1, "c"), (7, "d"), (2, "e"), (0, "f"), (3, "g"), (1, "h"), (2, "i")]
+PRIORITY_ORDER = ["b", "d", "g", "e", "i", "c", "h", "a", "f"]
+
+
+async def send_backlog(conn: Connection, topic: str) -> None:
+    created = await conn.invoke(create_topic(topic, "+message.type=PRIORITY"), 5)
+    assert created.code == ResponseCode.SUCCESS
+    queues = []
+    for priority, body in BACKLOG:
+        sent = await conn.invoke(send_request(topic, body.encode(), {PROPERTY_PRIORITY: str(priority)}), 5)
+        assert sent.code == ResponseCode.SUCCESS
+        queues.append(int((sent.ext_fields or {})["queueId"]))
+    assert queues == [0, 3, 1, 3, 2, 0, 3, 1, 2]
+
+
 async def test_a_priority_backlog_pops_highest_queue_first_fifo_within(tmp_path: Path) -> None:
     """The example of docs/priority.md: each message stored in the queue of its priority (capped),
     popped highest queue first, across two pops of one group."""
-    backlog = [(0, "a"), (3, "b"), (1, "c"), (7, "d"), (2, "e"), (0, "f"), (3, "g"), (1, "h"), (2, "i")]
     async with running_broker(tmp_path) as (_app, conn):
-        created = await conn.invoke(create_topic("PrioT", "+message.type=PRIORITY"), 5)
-        assert created.code == ResponseCode.SUCCESS
-        queues = []
-        for priority, body in backlog:
-            sent = await conn.invoke(
-                send_request("PrioT", body.encode(), {PROPERTY_PRIORITY: str(priority)}), 5
-            )
-            assert sent.code == ResponseCode.SUCCESS
-            queues.append(int((sent.ext_fields or {})["queueId"]))
-        assert queues == [0, 3, 1, 3, 2, 0, 3, 1, 2]
+        await send_backlog(conn, "PrioT")
         first = await conn.invoke(pop("PrioT", "g1", 4), 5)
         rest = await conn.invoke(pop("PrioT", "g1", 32), 5)
         bodies = [r.body.decode() for resp in (first, rest) for r in iter_records(resp.body)]
-        assert bodies == ["b", "d", "g", "e", "i", "c", "h", "a", "f"]
+        assert bodies == PRIORITY_ORDER
+
+
+async def test_a_group_with_priority_factor_zero_pops_from_a_random_queue_upwards(tmp_path: Path) -> None:
+    """``+priority.factor=0`` (as ``mqadmin updateSubGroup --attributes`` sends it): no priority
+    mode, the queues are walked upwards from a random one, never highest first."""
+    async with running_broker(tmp_path) as (_app, conn):
+        await send_backlog(conn, "PrioZ")
+        for index in range(8):
+            group = SubscriptionGroupConfig(f"zero{index}", attributes={"+priority.factor": "0"})
+            update = RemotingCommand.request(
+                RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, EmptyHeader(), body=group.encode()
+            )
+            assert (await conn.invoke(update, 5)).code == ResponseCode.SUCCESS
+            resp = await conn.invoke(pop("PrioZ", f"zero{index}", 32), 5)
+            bodies = [r.body.decode() for r in iter_records(resp.body)]
+            assert sorted(bodies) == sorted(PRIORITY_ORDER)
+            assert bodies != PRIORITY_ORDER
