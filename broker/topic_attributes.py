@@ -15,7 +15,9 @@ names the attribute and the value. A ``topics.json`` entry that carries one is s
 written back unchanged), with one ERROR line, so a file of the Java broker keeps its configuration.
 
 ``message.type`` is kept and answered as Java does; the broker itself checks it only for MIXED
-(Java's Proxy is the component that compares a message with its topic's type).
+(Java's Proxy is the component that compares a message with its topic's type). It also takes
+``PRIORITY`` (RocketMQ 5.4+, :mod:`broker.priority`), while a refusal still lists 5.3.3's set,
+the reference's text (5.5.0 lists ``PRIORITY`` and ``LITE`` too).
 """
 
 from __future__ import annotations
@@ -75,10 +77,11 @@ class Attribute:
     universe: tuple[str, ...] = ()
     minimum: int = 0
     maximum: int = 0
+    newer: tuple[str, ...] = ()  # values of later Java versions, accepted but not listed
 
     def verify(self, value: str) -> None:
         if self.universe:
-            if value not in self.universe:
+            if value not in self.universe and value not in self.newer:
                 raise RocketMQError(f"value is not in set: {java_hash_set_text(self.universe)}")
             return
         number = int(value) if _JAVA_LONG.fullmatch(value) else None
@@ -93,7 +96,10 @@ TOPIC_ATTRIBUTES: dict[str, Attribute] = {
     QUEUE_TYPE: Attribute(QUEUE_TYPE, False, ("BatchCQ", "SimpleCQ")),
     CLEANUP_POLICY: Attribute(CLEANUP_POLICY, False, ("DELETE", "COMPACTION")),
     MESSAGE_TYPE: Attribute(
-        MESSAGE_TYPE, True, ("UNSPECIFIED", "NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED")
+        MESSAGE_TYPE,
+        True,
+        ("UNSPECIFIED", "NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"),
+        newer=("PRIORITY",),
     ),
     RESERVE_TIME: Attribute(RESERVE_TIME, True, minimum=-1, maximum=JAVA_LONG_MAX),
 }

@@ -166,6 +166,7 @@ class RequestCode(IntEnum):
     AUTH_DELETE_ACL = 3008
     AUTH_GET_ACL = 3009
     AUTH_LIST_ACL = 3010
+    SWITCH_TIMER_ENGINE = 5001  # 5.5
     # 4.9.x only (ACL 1.0), removed in 5.x
     UPDATE_AND_CREATE_ACL_CONFIG = 50
     DELETE_ACL_CONFIG = 51

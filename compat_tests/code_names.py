@@ -8,7 +8,7 @@ the code it checks.
 
 from __future__ import annotations
 
-REQUEST_CODES: dict[int, str] = {  # RequestCode (5.3.3) + 4.9.x ACL 1.0 codes 50..53
+REQUEST_CODES: dict[int, str] = {  # RequestCode (5.3.3) + 4.9.x ACL 1.0 codes 50..53 + 5.5.0 5001
     10: "SEND_MESSAGE",
     11: "PULL_MESSAGE",
     12: "QUERY_MESSAGE",
@@ -158,6 +158,7 @@ REQUEST_CODES: dict[int, str] = {  # RequestCode (5.3.3) + 4.9.x ACL 1.0 codes 5
     3008: "AUTH_DELETE_ACL",
     3009: "AUTH_GET_ACL",
     3010: "AUTH_LIST_ACL",
+    5001: "SWITCH_TIMER_ENGINE",
     200050: "POP_MESSAGE",
     200051: "ACK_MESSAGE",
     200052: "PEEK_MESSAGE",

@@ -1,6 +1,7 @@
-"""The one launcher of the real Apache RocketMQ 5.3.3 servers (Maven Central jars), plus the
-processes the compatibility tests start next to them: ``mqadmin``, the capture client and our own
-NameServer CLI.
+"""The one launcher of the real Apache RocketMQ servers (Maven Central jars), plus the processes
+the compatibility tests start next to them: ``mqadmin``, the capture client and our own NameServer
+CLI. The reference is 5.3.3; 5.5.0 is the second version (``version="5.5.0"``, :data:`REFERENCE_LIBS`),
+whose Proxy runs in cluster mode beside its broker (:meth:`ReferenceServers.start_cluster_proxy`).
 
 Every Java server is started by :class:`ReferenceServers`: a temporary ``user.home`` (RocketMQ
 writes logs and config there), a 256 MiB heap with up to 1 GiB of direct memory, free loopback
@@ -13,7 +14,7 @@ console output or its RocketMQ logs) and every process of it that exited without
 here; the compat suites' conftest fails the test during which that happened, naming the file.
 
 ``compat_tests/java/README.md`` lists the exact artifacts; ``scripts/setup-java.sh`` resolves
-them into :data:`REFERENCE_LIB`.
+them into :data:`REFERENCE_LIB` (5.3.3) and ``reference55/target/lib`` (5.5.0).
 
 :func:`start_reference_namesrv` and :func:`start_reference_broker` are shorthands for tests that
 start the two servers separately (e.g. a broker registering to ours and the real NameServer).
@@ -51,6 +52,7 @@ __all__ = [
     "COMMIT_LOG_FILE_SIZE",
     "JAVA_DIR",
     "REFERENCE_LIB",
+    "REFERENCE_LIBS",
     "STOP_TIMEOUT_S",
     "ReferenceServers",
     "free_port",
@@ -67,6 +69,8 @@ __all__ = [
 ]
 
 REFERENCE_LIB = JAVA_DIR / "reference" / "target" / "lib"
+#: The jars of each reference version (``compat_tests/java/reference*/pom.xml``).
+REFERENCE_LIBS = {"5.3.3": REFERENCE_LIB, "5.5.0": JAVA_DIR / "reference55" / "target" / "lib"}
 BOOT_TIMEOUT_S = 90.0  # namesrv or broker "boot success" (JVM start-up on a busy 2-core machine)
 STOP_TIMEOUT_S = 60.0  # the 5.3.3 broker takes ~20 s to stop (pop revive services)
 GATEWAY_READY_TIMEOUT_S = 20.0  # our NameServer's "ready" line
@@ -203,6 +207,7 @@ class ReferenceServers:
     #: The NameServer with :data:`TEST_JVM_OPTIONS` (its start-up CPU fell from 5.3 s to 3.0 s;
     #: the broker's did not, so it keeps the JVM's defaults); benchmarks set ``False``.
     test_jvm: bool = True
+    version: str = "5.3.3"  # a key of REFERENCE_LIBS
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     broker: subprocess.Popen[bytes] | None = None
     outputs: dict[int, Path] = field(default_factory=dict)  # console file of each process, by pid
@@ -217,9 +222,10 @@ class ReferenceServers:
         broker_name: str = "broker-a",
         extra_conf: tuple[str, ...] = (),
         namesrv_addr_for_broker: str | None = None,
+        version: str = "5.3.3",
     ) -> ReferenceServers:
-        """JSON servers on free 127.0.0.1 ports; the broker registers to the NameServer here
-        unless ``namesrv_addr_for_broker`` names others."""
+        """JSON servers of ``version`` on free 127.0.0.1 ports; the broker registers to the
+        NameServer here unless ``namesrv_addr_for_broker`` names others."""
         namesrv_port = free_port()
         return cls(
             workdir=workdir,
@@ -231,6 +237,7 @@ class ReferenceServers:
             namesrv_addr_for_broker=namesrv_addr_for_broker or f"127.0.0.1:{namesrv_port}",
             broker_name=broker_name,
             extra_conf=extra_conf,
+            version=version,
         )
 
     @property
@@ -270,7 +277,7 @@ class ReferenceServers:
             f"-Drocketmq.home.dir={self.workdir}",
             *(f"-D{prop}" for prop in self.system_properties),
             "-cp",
-            f"{REFERENCE_LIB}/*",
+            f"{REFERENCE_LIBS[self.version]}/*",
             main,
             *(args if args is not None else ("-c", str(conf))),
         ]
@@ -364,6 +371,28 @@ class ReferenceServers:
         )
         return self.broker
 
+    def start_cluster_proxy(
+        self, grpc_port: int, remoting_port: int, extra: Mapping[str, Any] | None = None
+    ) -> subprocess.Popen[bytes]:
+        """Start the gRPC Proxy in cluster mode (``ProxyStartup -pm cluster``) in front of the
+        broker of :meth:`start_broker`, found through the NameServer, and wait until it has
+        started. ``extra``: more keys of its rmq-proxy-cluster.json (``ProxyConfig``)."""
+        conf = self.workdir / "rmq-proxy-cluster.json"
+        keys = {
+            "rocketMQClusterName": "DefaultCluster",
+            "grpcServerPort": grpc_port,
+            "remotingListenPort": remoting_port,
+            "namesrvAddr": self.namesrv_addr,
+            "localServeAddr": "127.0.0.1",  # the address it routes clients to (else the host's)
+            **(extra or {}),
+        }
+        conf.write_text(json.dumps(keys))
+        args = ("-pm", "cluster", "-pc", str(conf))
+        proc = self._java("org.apache.rocketmq.proxy.ProxyStartup", conf, "proxy.out", args)
+        started = r"rocketmq-proxy startup successfully"
+        wait_for_line(self.workdir / "proxy.out", started, proc, BOOT_TIMEOUT_S)
+        return proc
+
     def _write_broker_conf(self) -> Path:
         conf = self.workdir / "broker.conf"
         lines = [
@@ -454,9 +483,14 @@ def start_reference_broker(
 
 
 def run_mqadmin(
-    namesrv_addr: str, *args: str, home: Path, timeout: float = 60, rocketmq_home: Path | None = None
+    namesrv_addr: str,
+    *args: str,
+    home: Path,
+    timeout: float = 60,
+    rocketmq_home: Path | None = None,
+    version: str = "5.3.3",
 ) -> str:
-    """Run ``mqadmin`` (rocketmq-tools 5.3.3) and return its output without log noise.
+    """Run ``mqadmin`` (rocketmq-tools of ``version``) and return its output without log noise.
 
     ``rocketmq_home``: the ``rocketmq.home.dir`` whose ``conf/tools.yml`` (``accessKey``,
     ``secretKey``) signs every request, as ``MQAdminStartup`` reads it (:func:`write_tools_yml`).
@@ -469,7 +503,7 @@ def run_mqadmin(
             f"-Duser.home={home}",
             *([f"-Drocketmq.home.dir={rocketmq_home}"] if rocketmq_home is not None else []),
             "-cp",
-            f"{REFERENCE_LIB}/*",
+            f"{REFERENCE_LIBS[version]}/*",
             "org.apache.rocketmq.tools.command.MQAdminStartup",
             *args,
             "-n",

@@ -3,7 +3,8 @@
 * :class:`GatewayTarget`: ``rmq-gateway standalone`` as a subprocess (the same CLI users run),
   with its own store directory and a ``broker.conf`` for settings such as ``flushDiskType``.
 * :class:`ReferenceTarget`: the real Apache RocketMQ 5.3.3 NameServer and Broker from Maven
-  Central's jars (:class:`compat_tests.reference.ReferenceServers`).
+  Central's jars (:class:`compat_tests.reference.ReferenceServers`); ``reference-5.5.0`` is the
+  same with the 5.5.0 jars.
 
 Both offer ``namesrv_addr``, ``restart_broker(kill=...)`` (SIGTERM, or SIGKILL to test crash
 recovery) and ``stop()``. Everything listens on 127.0.0.1.
@@ -20,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from compat_tests.reference import ReferenceServers, free_port
+from compat_tests.reference import REFERENCE_LIBS, ReferenceServers, free_port
 from compat_tests.store_checks import offsets_file
 
 REPO = Path(__file__).resolve().parent.parent
@@ -148,8 +149,11 @@ class ReferenceTarget:
         workdir: Path,
         broker_conf: dict[str, str] | None = None,
         system_properties: tuple[str, ...] = (),
+        version: str = "5.3.3",
     ) -> None:
-        """``system_properties``: ``key=value`` JVM system properties of both servers."""
+        """``system_properties``: ``key=value`` JVM system properties of both servers;
+        ``version``: a key of :data:`compat_tests.reference.REFERENCE_LIBS`."""
+        self.name = "reference" if version == "5.3.3" else f"reference-{version}"
         workdir.mkdir(parents=True, exist_ok=True)
         extra = {
             "mappedFileSizeCommitLog": str(256 * 1024 * 1024),
@@ -160,7 +164,7 @@ class ReferenceTarget:
             **(broker_conf or {}),
         }
         self.servers = ReferenceServers.on_loopback(
-            workdir, extra_conf=tuple(f"{k}={v}" for k, v in extra.items())
+            workdir, extra_conf=tuple(f"{k}={v}" for k, v in extra.items()), version=version
         )
         self.servers.system_properties = system_properties
         self.servers.checks_exits = True  # this target's processes die only through its methods
@@ -220,4 +224,6 @@ def start_target(name: str, workdir: Path, broker_conf: dict[str, str] | None = 
         return GatewayTarget(workdir, broker_conf)
     if name == "reference":
         return ReferenceTarget(workdir, broker_conf)
+    if name.startswith("reference-") and name.removeprefix("reference-") in REFERENCE_LIBS:
+        return ReferenceTarget(workdir, broker_conf, version=name.removeprefix("reference-"))
     raise ValueError(name)

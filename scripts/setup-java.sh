@@ -3,12 +3,13 @@
 # compat_tests/java/target/lib-<version>/, compiles every src/rmqcompat/*.java (the scenario runner,
 # one class per command, and the capture program) against each into target/classes-<version>/, and resolves
 # the reference Apache RocketMQ 5.3.3 broker, namesrv, tools and proxy into compat_tests/java/reference/target/lib/,
+# the second reference, 5.5.0's (reference55/pom.xml), into compat_tests/java/reference55/target/lib/,
 # and the 5.x gRPC client (grpc5/pom.xml) with its scenarios into grpc5/target/.
 # Idempotent: skipped when the sources and poms did not change since the last run (the stamp hashes
-# both poms and every src/rmqcompat/*.java). See compat_tests/java/README.md.
+# every pom and every src/rmqcompat/*.java). See compat_tests/java/README.md.
 set -euo pipefail
 cd "$(dirname "$0")/../compat_tests/java"
-stamp_value=$(cat pom.xml reference/pom.xml src/rmqcompat/*.java grpc5/pom.xml grpc5/src/rmqgrpc/*.java | sha1sum | cut -c1-12)
+stamp_value=$(cat pom.xml reference/pom.xml reference55/pom.xml src/rmqcompat/*.java grpc5/pom.xml grpc5/src/rmqgrpc/*.java | sha1sum | cut -c1-12)
 if [ -f target/.stamp ] && [ "$(cat target/.stamp)" = "$stamp_value" ]; then
   exit 0
 fi
@@ -21,10 +22,11 @@ for v in 4.9.8 5.3.3; do
   rm -rf "target/classes-$v" && mv "target/classes-$v.new" "target/classes-$v"
 done
 (cd reference && mvn -q -B dependency:copy-dependencies -DoutputDirectory=target/lib)
+(cd reference55 && mvn -q -B dependency:copy-dependencies -DoutputDirectory=target/lib)
 # The RocketMQ 5 gRPC client (rocketmq-client-java 5.0.8) and its scenarios, apart from the above.
 (cd grpc5 && mvn -q -B dependency:copy-dependencies -DoutputDirectory=target/lib)
 rm -rf grpc5/target/classes.new && mkdir -p grpc5/target/classes.new
 javac -nowarn -d grpc5/target/classes.new -cp "grpc5/target/lib/*" grpc5/src/rmqgrpc/*.java
 rm -rf grpc5/target/classes && mv grpc5/target/classes.new grpc5/target/classes
 mkdir -p target && echo "$stamp_value" > target/.stamp
-echo "java: RocketMQ clients 4.9.8, 5.3.3 and gRPC 5.0.8 and the reference broker and proxy 5.3.3 resolved, scenarios compiled"
+echo "java: RocketMQ clients 4.9.8, 5.3.3 and gRPC 5.0.8 and the reference brokers and proxies 5.3.3 and 5.5.0 resolved, scenarios compiled"

@@ -3,11 +3,13 @@
 A request reads, in Java's order: the group's POP retry topic first with probability
 ``popFromRetryProbability`` (20 %), the topic (every readable queue from a random one when
 ``queueId`` is -1, else that queue), then the retry topic if the batch is not full and it was not
-read first. Per queue (``popMsgFromQueue``): skip it when its ``topic@group@queueId`` lock is held,
-take the start offset (committed consumer offset, else the init offset of ``initMode``, at least the
-offset after the last popped batch), read through the store's filtered read, write the checkpoint
-to the revive topic *before* the messages leave, and move the consumer offset past the batch (what
-``PopBufferMergeService`` does for each stored checkpoint). Retry-topic records are re-encoded
+read first. A priority topic's POP reads its queues from the highest id down instead
+(:mod:`broker.priority`). Per queue (``popMsgFromQueue``): skip it when its
+``topic@group@queueId`` lock is held, take the start offset (committed consumer offset, else the
+init offset of ``initMode``, at least the offset after the last popped batch), read through the
+store's filtered read, write the checkpoint to the revive topic *before* the messages leave, and
+move the consumer offset past the batch (what ``PopBufferMergeService`` does for each stored
+checkpoint). Retry-topic records are re-encoded
 under the normal topic with their ``POP_CK`` property; normal records go out as stored.
 
 Orderly pops (``order=true``, revive queue 999) never read the retry topic and write no
@@ -30,6 +32,7 @@ from broker.pop.pop_filter import pop_message_filter
 from broker.pop.records import MAX_BATCH_NUMS, PopConfig
 from broker.pop.state import PopState
 from broker.pop.writer import RecordWriter
+from broker.priority import is_priority_topic, priority_factor, priority_queue_order
 from codec.bodies.heartbeat import EXPRESSION_TAG
 from codec.bodies.pop import PopCheckPoint
 from codec.bodies.register import PERM_READ
@@ -52,6 +55,7 @@ from store.results import GetMessageStatus
 logger = logging.getLogger(__name__)
 
 MAX_POP_BYTES = 128 * 1024 * 1024
+PRIORITY_ORDER = -1  # in place of the random start: read the queues from the highest id down
 _RESET_STATUSES = (
     GetMessageStatus.OFFSET_TOO_SMALL,
     GetMessageStatus.OFFSET_OVERFLOW_BADLY,
@@ -221,8 +225,12 @@ class PopReader:
         random_q = state.random_percent()
         order = header.is_order()
         batch = PopBatch(pop_time=now_ms, revive_qid=state.next_revive_qid(order))
-        need_retry = random_q < pop.pop_from_retry_probability
+        priority = not order and self._priority_mode(header, random_q)
+        need_retry = random_q < (
+            pop.pop_from_retry_probability_for_priority if priority else pop.pop_from_retry_probability
+        )
         v1 = pop.enable_retry_topic_v2 and pop.retrieve_message_from_pop_retry_topic_v1 and random_q % 2 == 0
+        random_q = PRIORITY_ORDER if priority else random_q
         retry_topic = build_pop_retry_topic(
             header.topic, header.consumer_group, pop.enable_retry_topic_v2 and not v1
         )
@@ -248,9 +256,22 @@ class PopReader:
         config = self.broker.topics.select(topic)
         if config is None or config.read_queue_nums <= 0:
             return
-        for i in range(config.read_queue_nums):
-            queue_id = (random_q + i) % config.read_queue_nums
+        count = config.read_queue_nums
+        if random_q == PRIORITY_ORDER:
+            queues = priority_queue_order(count)
+        else:
+            queues = [(random_q + i) % count for i in range(count)]
+        for queue_id in queues:
             await self._read_queue(topic, is_retry, queue_id, header, message_filter, batch)
+
+    def _priority_mode(self, header: PopMessageRequestHeader, random_q: int) -> bool:
+        """Whether a non-orderly POP reads a priority topic highest queue first
+        (:mod:`broker.priority`)."""
+        topic = self.broker.topics.select(header.topic)
+        if topic is None or not is_priority_topic(topic.attributes):
+            return False
+        group = self.broker.groups.find(header.consumer_group, create=False)
+        return random_q < priority_factor(group.attributes if group is not None else {})
 
     def pop_offset(
         self, topic: str, group: str, queue_id: int, init_mode: int, lock_key: str, init: bool = True

@@ -58,6 +58,7 @@ class PopConfig:
     revive_queue_num: int = 8
     revive_interval_ms: int = 1000
     pop_from_retry_probability: int = 20
+    pop_from_retry_probability_for_priority: int = 0  # 5.4+: for a priority topic's POP
     enable_retry_topic_v2: bool = False
     retrieve_message_from_pop_retry_topic_v1: bool = True
     pop_polling_size: int = 1024
@@ -76,6 +77,9 @@ class PopConfig:
             revive_queue_num=_int(extra, "reviveQueueNum", 8, 1, 1024),
             revive_interval_ms=_int(extra, "reviveInterval", 1000, 10, 3_600_000),
             pop_from_retry_probability=_int(extra, "popFromRetryProbability", 20, 0, 100),
+            pop_from_retry_probability_for_priority=_int(
+                extra, "popFromRetryProbabilityForPriority", 0, 0, 100
+            ),
             enable_retry_topic_v2=_bool(extra, "enableRetryTopicV2", False),
             retrieve_message_from_pop_retry_topic_v1=_bool(extra, "retrieveMessageFromPopRetryTopicV1", True),
             pop_polling_size=_int(extra, "popPollingSize", 1024, 0, 1 << 20),

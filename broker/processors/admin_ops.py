@@ -15,6 +15,9 @@ answers of a master with no HA peers, no cold-data throttling and no RocksDB sto
   what the real broker answers when its store is not RocksDB ("in progress", "export done.").
 * UPDATE_COLD_DATA_FLOW_CTR_CONFIG, REMOVE_COLD_DATA_FLOW_CTR_CONFIG, GET_COLD_DATA_FLOW_CTR_INFO:
   the per-group thresholds of :class:`broker.cold_data.ColdDataFlowControl`.
+* SWITCH_TIMER_ENGINE (5.5's ``switchTimerEngine``): this broker's one engine is the file time
+  wheel, so ``F`` succeeds as on a 5.5.0 broker with its defaults, and ``R`` (the RocksDB timeline)
+  is refused as there, since that engine was not configured at start.
 * SET_COMMITLOG_READ_MODE (``setCommitLogReadAheadMode``): ``MADV_NORMAL`` (0) or ``MADV_RANDOM``
   (1) turns ``dataReadAheadEnable`` on or off, which GET_BROKER_CONFIG then shows; the store reads
   through the page cache either way, so there are no mappings to advise.
@@ -48,6 +51,8 @@ MAX_QUERY_CQ_UNITS = 10_000  # units one QUERY_CONSUME_QUEUE answers at most (Ja
 CHECK_IN_PROGRESS = 2  # CheckRocksdbCqWriteResult.CheckStatus.CHECK_IN_PROGRESS
 READ_AHEAD_MODE = "READ_AHEAD_MODE"  # FIleReadaheadMode.READ_AHEAD_MODE, the request's field
 MADV_NORMAL, MADV_RANDOM = 0, 1  # LibC: read ahead on, off
+TIMER_ENGINE_TYPE = "E_T"  # MessageConst.TIMER_ENGINE_TYPE, the request's field
+TIMER_ENGINE_ROCKSDB_TIMELINE, TIMER_ENGINE_FILE_TIME_WHEEL = "R", "F"  # MessageConst
 
 
 class AdminOpsProcessor:
@@ -73,6 +78,7 @@ class AdminOpsProcessor:
         reg(RequestCode.RESET_MASTER_FLUSH_OFFSET, self.reset_master_flush_offset, None)
         reg(RequestCode.CHECK_ROCKSDB_CQ_WRITE_PROGRESS, self.check_rocksdb_cq_write_progress, None)
         reg(RequestCode.EXPORT_ROCKSDB_CONFIG_TO_JSON, self.export_rocksdb_config_to_json, None)
+        reg(RequestCode.SWITCH_TIMER_ENGINE, self.switch_timer_engine, None)
 
     # -- batch updates ---------------------------------------------------------------------------
 
@@ -334,3 +340,28 @@ class AdminOpsProcessor:
     ) -> RemotingCommand:
         """Exports only managers backed by RocksDB: none here, so nothing to do, as in Java."""
         return request.make_response(ResponseCode.SUCCESS, "export done.")
+
+    def switch_timer_engine(
+        self, _ctx: RequestContext, request: RemotingCommand, _header: Any
+    ) -> RemotingCommand:
+        """``AdminBrokerProcessor.switchTimerEngine`` (5.5) on a broker whose timer store is the
+        file time wheel and which has no RocksDB timeline: the checks in Java's order, each with
+        its code and remark; switching to the wheel it runs updates the two keys Java updates."""
+        if not self.broker.config.timer_wheel_enable:
+            raise RocketMQError(
+                "broker timerWheelEnable is false", response_code=ResponseCode.INVALID_PARAMETER
+            )
+        if request.ext_fields is None:
+            raise RocketMQError(
+                "param error, extFields is null", response_code=ResponseCode.INVALID_PARAMETER
+            )
+        engine = request.ext_fields.get(TIMER_ENGINE_TYPE)
+        if engine not in (TIMER_ENGINE_ROCKSDB_TIMELINE, TIMER_ENGINE_FILE_TIME_WHEEL):
+            raise RocketMQError("param error", response_code=ResponseCode.INVALID_PARAMETER)
+        if engine == TIMER_ENGINE_ROCKSDB_TIMELINE:
+            raise RocketMQError(
+                "timerRocksDBEnable must be configured true when broker start",
+                response_code=ResponseCode.INVALID_PARAMETER,
+            )
+        self.broker.config.extra.update(timerRocksDBStopScan="true", timerStopEnqueue="false")
+        return request.make_response(ResponseCode.SUCCESS, "switch timer engine success")

@@ -31,6 +31,7 @@ import random
 from collections.abc import Awaitable
 
 from broker.controller import BrokerController
+from broker.priority import priority_queue
 from broker.schedule import apply_delay_level
 from broker.service.send_values import BatchItem, SendOutcome, SendRefused, SendRequest
 from broker.timer.service import TIMER_OUT_MS, TIMER_TOPIC, TimerMessageError, route_timer_message
@@ -267,6 +268,7 @@ class SendService:
             self._retry_or_dlq(request, record, props)
         if UNIQ_KEY not in props:
             props[UNIQ_KEY] = broker.uniq_ids.next_id()
+        record.queue_id = priority_queue(props, record.queue_id, topic_config.write_queue_nums)
         self._stamp_broker_properties(props)
         if props.get(TRAN_MSG) == "true" and not (request.reconsume_times and props.get(DELAY)):
             if broker.config.reject_transaction_message:
