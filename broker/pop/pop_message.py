@@ -264,7 +264,7 @@ class PopReader:
         for queue_id in queues:
             await self._read_queue(topic, is_retry, queue_id, header, message_filter, batch)
 
-    def _priority_mode(self, header: PopMessageRequestHeader, random_q: int) -> bool:
+    def _priority_mode(self, header: PopRequest, random_q: int) -> bool:
         """Whether a non-orderly POP reads a priority topic highest queue first
         (:mod:`broker.priority`)."""
         topic = self.broker.topics.select(header.topic)
