@@ -25,6 +25,9 @@ from broker.auth.service import BrokerAuth
 from broker.cold_data import ColdDataFlowControl
 from broker.config import BrokerConfig
 from broker.controller import BrokerController, store_config_of
+from broker.ha.client import HAClient
+from broker.ha.roles import JAVA_DEFAULT_HA_PORT, apply_broker_role, ha_port_of, slave_guard
+from broker.ha.service import HAService, WaitPut, with_replication
 from broker.long_polling import PullHoldService
 from broker.message_service import MessageService
 from broker.metrics import create_metrics
@@ -55,6 +58,8 @@ from gateway.transport.connection import Connection
 from gateway.transport.dispatch import Dispatcher
 from gateway.transport.faults import FaultPoint
 from gateway.transport.server import RemotingServer
+from store.config import SYNC_MASTER
+from store.dispatch import DispatchRequest
 from store.errors import StoreError
 from store.message_store import MessageStore
 
@@ -113,22 +118,32 @@ class Broker:
         vip_listeners: list[trio.SocketListener] | None = None,
         client_tls: ssl.SSLContext | None = None,
         faults: FaultPoint | None = None,
+        ha_listeners: list[trio.SocketListener] | None = None,
     ) -> None:
         """``client_tls``: the context of the connections to the NameServers when ``tls.enable``
         (``NettyClientConfig.useTLS``); None: plaintext. ``faults``: rules that make the broker
-        answer otherwise (:mod:`gateway.transport.faults`); None: none."""
+        answer otherwise (:mod:`gateway.transport.faults`); None: none. ``ha_listeners``: the
+        bound HA port (:mod:`broker.ha`); None: no slave can connect."""
         self.config = config
         self.stats = BrokerStats(config.broker_cluster_name)
         self.hold = PullHoldService()
-        self.store = MessageStore(store_config_of(config), on_arrival=self.hold.notify_message_arriving)
+        store_config = store_config_of(config)
+        apply_broker_role(config, store_config)
+        self.store = MessageStore(store_config, on_arrival=self._arrived)
         self.messages = MessageService(self.store, self.stats)
+        self.ha = HAService(self.store)
+        self.ha_listeners = ha_listeners or []
+        self.ha_client = HAClient(self.store) if store_config.is_slave else None
+        wait_flushed: WaitPut | None = self.messages.wait_flushed if self.messages.sync_flush else None
+        if store_config.broker_role == SYNC_MASTER and store_config.in_sync_replicas > 1:
+            wait_flushed = with_replication(wait_flushed, self.ha)
         self.controller = BrokerController(
             config,
             self.store,
             self.hold,
             self.messages.put,
             put_nowait=self.messages.put_nowait,
-            wait_flushed=self.messages.wait_flushed if self.messages.sync_flush else None,
+            wait_flushed=wait_flushed,
             on_topics_changed=self._topics_changed,
             on_groups_changed=self._groups_changed,
         )
@@ -138,6 +153,12 @@ class Broker:
         )
         self.timers = TimerMessageService(self.store, self.controller.put_messages, config.timer_precision_ms)
         self.dispatcher = build_dispatcher(self.controller, self.stats, self.auth, faults)
+        ha_info = self.ha.runtime_info
+        if self.ha_client is not None:
+            self.dispatcher.guard = slave_guard(self.dispatcher.guard)
+            self.registrar.on_registered = self.ha_client.update_ha_master_address
+            ha_info = self.ha_client.runtime_info
+        self.controller.ha_runtime_info = ha_info
         self.metrics = create_metrics(self.controller, self.stats, self.dispatcher)
         self.pop = register_pop(self.controller, self.dispatcher, self.timers.caught_up)
         self.server = RemotingServer(self.dispatcher, server_config, name="broker", listeners=listeners)
@@ -149,6 +170,10 @@ class Broker:
         )
         self.vip_server.on_disconnect.append(self._connection_closed)
         self._stop = stop
+
+    def _arrived(self, req: DispatchRequest, props: dict[str, str]) -> None:
+        self.hold.notify_message_arriving(req, props)
+        self.ha.wakeup()
 
     # -- persistence -----------------------------------------------------------------------------
 
@@ -215,11 +240,15 @@ class Broker:
             await nursery.start(self.messages.run_ticker)
             await nursery.start(self.server.run)
             await nursery.start(self.vip_server.run)
-            nursery.start_soon(self._deliver_delayed)
-            nursery.start_soon(self._deliver_timers)
-            nursery.start_soon(self._check_transactions)
+            await nursery.start(self.ha.run, self.ha_listeners)
+            if self.ha_client is None:  # a slave writes nothing of its own (changeSpecialServiceStatus)
+                nursery.start_soon(self._deliver_delayed)
+                nursery.start_soon(self._deliver_timers)
+                nursery.start_soon(self._check_transactions)
+                nursery.start_soon(self.pop.run)
+            else:
+                await nursery.start(self.ha_client.run)
             nursery.start_soon(self._persist_loop)
-            nursery.start_soon(self.pop.run)
             await nursery.start(self.registrar.run)
             nursery.start_soon(self._housekeeping)
             logger.info(
@@ -302,6 +331,7 @@ class Broker:
             "store": self.messages.statistics(),
             "held_pulls": self.hold.held_count,
             "delayed_delivered": self.controller.schedule.delivered,
+            "ha": self.controller.ha_runtime_info(),
         }
 
 
@@ -321,6 +351,17 @@ async def bind_with_vip(host: str, port: int) -> tuple[list[trio.SocketListener]
             if port != 0:
                 raise
     raise OSError(f"no port p with p - 2 free found on {host} in {VIP_BIND_ATTEMPTS} attempts")
+
+
+async def bind_ha(host: str, config: BrokerConfig, any_port: bool) -> list[trio.SocketListener]:
+    """Bind the HA port (:func:`broker.ha.roles.ha_port_of`); a broker on an ephemeral port whose
+    ``listenPort + 1`` is taken gets an ephemeral HA port too."""
+    try:
+        return await trio.open_tcp_listeners(ha_port_of(config), host=host)
+    except OSError:
+        if not any_port or config.ha_listen_port != JAVA_DEFAULT_HA_PORT:
+            raise
+        return await trio.open_tcp_listeners(0, host=host)
 
 
 class BrokerApp:
@@ -344,10 +385,14 @@ class BrokerApp:
         self._broker: Broker | None = None
 
     async def run(self, *, task_status: trio.TaskStatus[RemotingServer] = trio.TASK_STATUS_IGNORED) -> None:
-        listeners, vip_listeners = await bind_with_vip(self.server_config.host, self.server_config.port)
+        host = self.server_config.host
+        listeners, vip_listeners = await bind_with_vip(host, self.server_config.port)
+        ha_listeners: list[trio.SocketListener] = []
         try:
             bound_port = int(listeners[0].socket.getsockname()[1])
             config = dataclasses.replace(self.config, listen_port=bound_port)
+            ha_listeners = await bind_ha(host, config, any_port=self.server_config.port == 0)
+            config.ha_listen_port = int(ha_listeners[0].socket.getsockname()[1])
             self._broker = Broker(
                 config,
                 self.server_config,
@@ -356,11 +401,12 @@ class BrokerApp:
                 vip_listeners,
                 client_tls=self.client_tls,
                 faults=self.faults,
+                ha_listeners=ha_listeners,
             )
             await self._broker.run(task_status=task_status)
         finally:
             with trio.CancelScope(shield=True):
-                for listener in listeners + vip_listeners:  # closed already if the server ran
+                for listener in listeners + vip_listeners + ha_listeners:  # closed if the server ran
                     await listener.aclose()
             self._stopped.set()
 

@@ -55,6 +55,8 @@ MAY_WAIT = frozenset(
         "broker.grpc.consumer",  # ReceiveMessage long-polls through the POP processor
         "broker.grpc.renewer",  # the loop renewing push consumers' receipt handles
         "broker.grpc.service",  # the gRPC method table, which holds ReceiveMessage
+        "broker.ha.service",  # the master's HA port: slave connections, SYNC_MASTER waits for acks
+        "broker.ha.client",  # the slave's connection to its master's HA port
         "namesrv.app",  # the NameServer's Trio wiring
     }
 )

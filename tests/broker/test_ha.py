@@ -1,0 +1,149 @@
+"""Classic HA between two in-process brokers: a master and its slave (broker/ha/).
+
+What a user sees: the slave's commit log becomes byte-identical to the master's and a pull from
+the slave serves every message; the slave refuses sends as the Java slave does; a SYNC_MASTER
+send waits for the slave and, with the slave gone, answers FLUSH_SLAVE_TIMEOUT; haStatus shows
+the figures of both sides.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import trio
+
+from broker.app import BrokerApp
+from broker.ha.roles import REJECT_REMARK
+from codec import fastjson
+from codec.codes import RequestCode, ResponseCode
+from codec.command import RemotingCommand
+from codec.headers.base import EmptyHeader
+from codec.headers.pull import PullSysFlag
+from codec.message import iter_records
+from gateway.transport.client import connect
+from gateway.transport.config import ServerConfig
+from gateway.transport.connection import Connection
+from tests.broker.helpers import pull_request, send_request
+from tests.helpers import broker_config
+
+TOPIC = "HaT"
+SUBSCRIPTION = PullSysFlag.SUBSCRIPTION
+DEADLINE_S = 30.0
+
+
+def admin(code: int, body: bytes = b"") -> RemotingCommand:
+    return RemotingCommand.request(code, EmptyHeader(), body=body)
+
+
+@asynccontextmanager
+async def broker(root: Path, **store_keys: str) -> AsyncIterator[tuple[BrokerApp, Connection]]:
+    slave = store_keys.get("brokerRole") == "SLAVE"
+    config = broker_config(root, broker_id=1 if slave else 0, ha_listen_port=0)
+    config.extra.update({"mappedFileSizeCommitLog": str(64 * 1024), **store_keys})
+    app = BrokerApp(config, ServerConfig(port=0))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(app.run)
+        try:
+            async with connect(f"127.0.0.1:{app.server.port}") as conn:
+                yield app, conn
+        finally:
+            app.shutdown()
+            with trio.fail_after(10):
+                await app.wait_stopped()
+
+
+def ha_addr(app: BrokerApp) -> str:
+    return f"127.0.0.1:{app.broker.ha.port}"
+
+
+async def create_topic(conn: Connection) -> None:
+    body = {"topicConfigList": [{"topicName": TOPIC, "readQueueNums": 2, "writeQueueNums": 2, "perm": 6}]}
+    resp = await conn.invoke(admin(RequestCode.UPDATE_AND_CREATE_TOPIC_LIST, fastjson.dumps(body)), 5)
+    assert resp.code == ResponseCode.SUCCESS
+
+
+async def caught_up(master: BrokerApp, slave: BrokerApp) -> None:
+    with trio.fail_after(DEADLINE_S):
+        while slave.broker.store.max_phy_offset != master.broker.store.max_phy_offset:  # noqa: ASYNC110
+            await trio.sleep(0.01)
+
+
+def files(app: BrokerApp) -> dict[str, bytes]:
+    return {Path(mf.path).name: bytes(mf.mm[:]) for mf in app.broker.store.commit_log.queue.files}
+
+
+async def pull_all(conn: Connection, queue_id: int) -> list[bytes]:
+    bodies: list[bytes] = []
+    while True:
+        pull = pull_request(TOPIC, len(bodies), queue_id=queue_id, suspend_ms=0, flags=SUBSCRIPTION)
+        resp = await conn.invoke(pull, 5)
+        if resp.code != ResponseCode.SUCCESS:
+            return bodies
+        bodies += [r.body for r in iter_records(resp.body)]
+
+
+async def test_slave_copies_the_commit_log_byte_for_byte_and_serves_pulls(tmp_path: Path) -> None:
+    async with broker(tmp_path / "m") as (master, mconn):
+        await create_topic(mconn)
+        slave_keys = {"brokerRole": "SLAVE", "haMasterAddress": ha_addr(master)}
+        async with broker(tmp_path / "s", **slave_keys) as (slave, sconn):
+            await create_topic(sconn)
+            sent = []
+            for i in range(300):  # ~140 KiB: the commit log rolls twice
+                body = f"ha message {i} ".encode() * 20
+                resp = await mconn.invoke(send_request(TOPIC, body, queue_id=i % 2), 5)
+                assert resp.code == ResponseCode.SUCCESS
+                sent.append(body)
+            assert len(master.broker.store.commit_log.queue.files) >= 3
+            await caught_up(master, slave)
+            assert files(slave) == files(master)
+            assert await pull_all(sconn, 0) + await pull_all(sconn, 1) == sent[0::2] + sent[1::2]
+
+            refused = await sconn.invoke(send_request(TOPIC, b"x"), 5)
+            assert (refused.code, refused.remark) == (ResponseCode.SYSTEM_BUSY, REJECT_REMARK)
+
+            master_ha = json.loads((await mconn.invoke(admin(RequestCode.GET_BROKER_HA_STATUS), 5)).body)
+            end = master.broker.store.max_phy_offset
+            assert master_ha["master"] is True
+            assert master_ha["masterCommitLogMaxOffset"] == end
+            assert master_ha["inSyncSlaveNums"] == 1
+            [conn_info] = master_ha["haConnectionInfo"]
+            assert (conn_info["slaveAckOffset"], conn_info["diff"], conn_info["inSync"]) == (end, 0, True)
+            assert conn_info["transferFromWhere"] == end
+            slave_ha = json.loads((await sconn.invoke(admin(RequestCode.GET_BROKER_HA_STATUS), 5)).body)
+            assert slave_ha["master"] is False
+            client = slave_ha["haClientRuntimeInfo"]
+            assert (client["masterAddr"], client["maxOffset"]) == (ha_addr(master), end)
+            assert client["lastReadTimestamp"] > 0
+
+
+async def test_sync_master_waits_for_the_slave_and_times_out_without_it(tmp_path: Path) -> None:
+    keys = {"brokerRole": "SYNC_MASTER", "inSyncReplicas": "2", "slaveTimeout": "1000"}
+    async with broker(tmp_path / "m", **keys) as (master, mconn):
+        await create_topic(mconn)
+        async with broker(tmp_path / "s", brokerRole="SLAVE", haMasterAddress=ha_addr(master)) as (slave, _):
+            with trio.fail_after(DEADLINE_S):
+                while not master.broker.ha.connections:  # noqa: ASYNC110 - server state
+                    await trio.sleep(0.01)
+            for i in range(20):
+                resp = await mconn.invoke(send_request(TOPIC, f"sync {i}".encode()), 5)
+                assert resp.code == ResponseCode.SUCCESS
+                # Acknowledged only once the slave held the bytes.
+                assert slave.broker.store.max_phy_offset == master.broker.store.max_phy_offset
+        start = time.monotonic()
+        resp = await mconn.invoke(send_request(TOPIC, b"no slave"), 5)
+        waited = time.monotonic() - start
+        assert resp.code == ResponseCode.FLUSH_SLAVE_TIMEOUT
+        assert waited >= 1.0
+        assert (resp.ext_fields or {})["msgId"]  # stored on the master all the same, as Java answers
+
+
+async def test_sync_master_with_one_in_sync_replica_answers_at_once(tmp_path: Path) -> None:
+    async with broker(tmp_path / "m", brokerRole="SYNC_MASTER") as (_master, mconn):
+        with trio.fail_after(2):
+            resp = await mconn.invoke(send_request(TOPIC, b"alone"), 5)
+        assert resp.code == ResponseCode.SUCCESS
