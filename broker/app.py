@@ -25,9 +25,8 @@ from broker.auth.service import BrokerAuth
 from broker.cold_data import ColdDataFlowControl
 from broker.config import BrokerConfig
 from broker.controller import BrokerController, store_config_of
-from broker.ha.client import HAClient
-from broker.ha.roles import JAVA_DEFAULT_HA_PORT, apply_broker_role, ha_port_of, slave_guard
-from broker.ha.service import HAService, WaitPut, with_replication
+from broker.ha.replication import Replication, bind_ha
+from broker.ha.roles import apply_broker_role
 from broker.long_polling import PullHoldService
 from broker.message_service import MessageService
 from broker.metrics import create_metrics
@@ -58,8 +57,6 @@ from gateway.transport.connection import Connection
 from gateway.transport.dispatch import Dispatcher
 from gateway.transport.faults import FaultPoint
 from gateway.transport.server import RemotingServer
-from store.config import SYNC_MASTER
-from store.dispatch import DispatchRequest
 from store.errors import StoreError
 from store.message_store import MessageStore
 
@@ -129,21 +126,19 @@ class Broker:
         self.hold = PullHoldService()
         store_config = store_config_of(config)
         apply_broker_role(config, store_config)
-        self.store = MessageStore(store_config, on_arrival=self._arrived)
+        self.store = MessageStore(store_config)
+        self.replication = Replication(self.store, ha_listeners)
+        self.store.on_arrival = self.replication.arrival_listener(self.hold.notify_message_arriving)
         self.messages = MessageService(self.store, self.stats)
-        self.ha = HAService(self.store)
-        self.ha_listeners = ha_listeners or []
-        self.ha_client = HAClient(self.store) if store_config.is_slave else None
-        wait_flushed: WaitPut | None = self.messages.wait_flushed if self.messages.sync_flush else None
-        if store_config.broker_role == SYNC_MASTER and store_config.in_sync_replicas > 1:
-            wait_flushed = with_replication(wait_flushed, self.ha)
         self.controller = BrokerController(
             config,
             self.store,
             self.hold,
             self.messages.put,
             put_nowait=self.messages.put_nowait,
-            wait_flushed=wait_flushed,
+            wait_flushed=self.replication.wait_put(
+                self.messages.wait_flushed if self.messages.sync_flush else None
+            ),
             on_topics_changed=self._topics_changed,
             on_groups_changed=self._groups_changed,
         )
@@ -153,12 +148,9 @@ class Broker:
         )
         self.timers = TimerMessageService(self.store, self.controller.put_messages, config.timer_precision_ms)
         self.dispatcher = build_dispatcher(self.controller, self.stats, self.auth, faults)
-        ha_info = self.ha.runtime_info
-        if self.ha_client is not None:
-            self.dispatcher.guard = slave_guard(self.dispatcher.guard)
-            self.registrar.on_registered = self.ha_client.update_ha_master_address
-            ha_info = self.ha_client.runtime_info
-        self.controller.ha_runtime_info = ha_info
+        self.replication.attach(
+            self.controller, self.dispatcher, self.registrar, self._persist, self.auth.inner_client_signer
+        )
         self.metrics = create_metrics(self.controller, self.stats, self.dispatcher)
         self.pop = register_pop(self.controller, self.dispatcher, self.timers.caught_up)
         self.server = RemotingServer(self.dispatcher, server_config, name="broker", listeners=listeners)
@@ -170,10 +162,6 @@ class Broker:
         )
         self.vip_server.on_disconnect.append(self._connection_closed)
         self._stop = stop
-
-    def _arrived(self, req: DispatchRequest, props: dict[str, str]) -> None:
-        self.hold.notify_message_arriving(req, props)
-        self.ha.wakeup()
 
     # -- persistence -----------------------------------------------------------------------------
 
@@ -240,14 +228,12 @@ class Broker:
             await nursery.start(self.messages.run_ticker)
             await nursery.start(self.server.run)
             await nursery.start(self.vip_server.run)
-            await nursery.start(self.ha.run, self.ha_listeners)
-            if self.ha_client is None:  # a slave writes nothing of its own (changeSpecialServiceStatus)
+            await nursery.start(self.replication.run)
+            if not self.replication.is_slave:  # a slave writes nothing of its own
                 nursery.start_soon(self._deliver_delayed)
                 nursery.start_soon(self._deliver_timers)
                 nursery.start_soon(self._check_transactions)
                 nursery.start_soon(self.pop.run)
-            else:
-                await nursery.start(self.ha_client.run)
             nursery.start_soon(self._persist_loop)
             await nursery.start(self.registrar.run)
             nursery.start_soon(self._housekeeping)
@@ -351,17 +337,6 @@ async def bind_with_vip(host: str, port: int) -> tuple[list[trio.SocketListener]
             if port != 0:
                 raise
     raise OSError(f"no port p with p - 2 free found on {host} in {VIP_BIND_ATTEMPTS} attempts")
-
-
-async def bind_ha(host: str, config: BrokerConfig, any_port: bool) -> list[trio.SocketListener]:
-    """Bind the HA port (:func:`broker.ha.roles.ha_port_of`); a broker on an ephemeral port whose
-    ``listenPort + 1`` is taken gets an ephemeral HA port too."""
-    try:
-        return await trio.open_tcp_listeners(ha_port_of(config), host=host)
-    except OSError:
-        if not any_port or config.ha_listen_port != JAVA_DEFAULT_HA_PORT:
-            raise
-        return await trio.open_tcp_listeners(0, host=host)
 
 
 class BrokerApp:

@@ -57,7 +57,7 @@ async def broker(root: Path, **store_keys: str) -> AsyncIterator[tuple[BrokerApp
 
 
 def ha_addr(app: BrokerApp) -> str:
-    return f"127.0.0.1:{app.broker.ha.port}"
+    return f"127.0.0.1:{app.broker.replication.ha.port}"
 
 
 async def create_topic(conn: Connection) -> None:
@@ -127,7 +127,7 @@ async def test_sync_master_waits_for_the_slave_and_times_out_without_it(tmp_path
         await create_topic(mconn)
         async with broker(tmp_path / "s", brokerRole="SLAVE", haMasterAddress=ha_addr(master)) as (slave, _):
             with trio.fail_after(DEADLINE_S):
-                while not master.broker.ha.connections:  # noqa: ASYNC110 - server state
+                while not master.broker.replication.ha.connections:  # noqa: ASYNC110 - server state
                     await trio.sleep(0.01)
             for i in range(20):
                 resp = await mconn.invoke(send_request(TOPIC, f"sync {i}".encode()), 5)
