@@ -3,7 +3,8 @@
 Mirrors ``BrokerStartup`` (a master's ``brokerId`` is forced to 0, a slave's must be > 0, an
 unset ``haListenPort`` is ``listenPort + 1``) and the slave's ``SendMessageProcessor.rejectRequest``:
 a slave answers every send, batch send and send-back with ``SYSTEM_BUSY`` and the remark Netty's
-``NettyRemotingAbstract`` writes for a rejected request, before the header is even decoded. Puts
+``NettyRemotingAbstract`` writes for a rejected request, before the header is even decoded, and
+END_TRANSACTION with ``SLAVE_NOT_AVAILABLE`` (``EndTransactionProcessor``). Puts
 that reach the store some other way are refused there (``HookUtils.checkBeforePutMessage``:
 ``SERVICE_NOT_AVAILABLE``), see :class:`store.message_store.MessageStore`.
 """
@@ -62,6 +63,8 @@ def slave_guard(inner: Guard | None) -> Guard:
     def guard(ctx: RequestContext, request: RemotingCommand) -> None:
         if request.code in SLAVE_REJECTED_CODES:
             raise SlaveRejectedError(REJECT_REMARK)
+        if request.code == RequestCode.END_TRANSACTION:  # EndTransactionProcessor: no remark
+            raise SlaveRejectedError(response_code=ResponseCode.SLAVE_NOT_AVAILABLE, null_remark=True)
         if inner is not None:
             inner(ctx, request)
 

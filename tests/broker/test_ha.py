@@ -23,6 +23,7 @@ from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.headers.base import EmptyHeader
 from codec.headers.pull import PullSysFlag
+from codec.headers.transaction import EndTransactionRequestHeader
 from codec.message import iter_records
 from gateway.transport.client import connect
 from gateway.transport.config import ServerConfig
@@ -105,6 +106,19 @@ async def test_slave_copies_the_commit_log_byte_for_byte_and_serves_pulls(tmp_pa
 
             refused = await sconn.invoke(send_request(TOPIC, b"x"), 5)
             assert (refused.code, refused.remark) == (ResponseCode.SYSTEM_BUSY, REJECT_REMARK)
+            end_tx = RemotingCommand.request(
+                RequestCode.END_TRANSACTION,
+                EndTransactionRequestHeader(
+                    producer_group="pg",
+                    tran_state_table_offset=0,
+                    commit_log_offset=0,
+                    commit_or_rollback=8,
+                    from_transaction_check=False,
+                    msg_id="00",
+                ),
+            )
+            refused = await sconn.invoke(end_tx, 5)
+            assert (refused.code, refused.remark) == (ResponseCode.SLAVE_NOT_AVAILABLE, None)
 
             master_ha = json.loads((await mconn.invoke(admin(RequestCode.GET_BROKER_HA_STATUS), 5)).body)
             end = master.broker.store.max_phy_offset
