@@ -114,6 +114,8 @@ class ReplicaAppender:
         end = pos + len(data)
         if end > mf.file_size:
             raise ReplicationError(f"transfer of {len(data)} bytes at {offset} crosses a commit-log file")
+        # An empty slave's first file starts where the master began sending (its last file).
+        self.dispatched = max(self.dispatched, self.store.commit_log.min_offset)
         cut = self._tail_cut(offset, data)
         body: bytes | bytearray | memoryview = data
         held = self._held
@@ -176,7 +178,7 @@ class ReplicaAppender:
         store = self.store
         commit_log = store.commit_log
         end = commit_log.max_offset
-        pos = max(self.dispatched, commit_log.min_offset)
+        pos = self.dispatched
         count = 0
         last_ts = 0
         while pos < end:

@@ -80,10 +80,12 @@ class HAClient:
             try:
                 async with stream:
                     await self._transfer(stream, address)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
-                logger.warning("HAClient: connection to master %s broke: %s", address, err)
-            except StoreError as err:
-                logger.error("HAClient, dispatchReadRequest error from master %s: %s", address, err)
+            except* (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as group:
+                logger.warning("HAClient: connection to master %s broke: %s", address, group.exceptions[0])
+            except* StoreError as group:
+                logger.error(
+                    "HAClient, dispatchReadRequest error from master %s: %s", address, group.exceptions[0]
+                )
             self.state = READY
             await trio.sleep(RECONNECT_WAIT_S)
 

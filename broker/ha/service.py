@@ -33,6 +33,7 @@ import trio
 
 from gateway.transport.accept import Acceptor
 from store.config import StoreConfig
+from store.errors import StoreError
 from store.ha import REPORT, TRANSFER_HEADER, transfer_data, transfer_start
 from store.message_store import MessageStore
 from store.results import PutMessageResult, PutMessageStatus
@@ -207,8 +208,10 @@ class HAService:
             async with stream, trio.open_nursery() as nursery:
                 nursery.start_soon(self._read_reports, stream, conn, nursery.cancel_scope)
                 nursery.start_soon(self._write_transfers, stream, conn, nursery.cancel_scope)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as err:
-            logger.info("HA: connection of slave %s broke: %s", addr, err)
+        except* (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as group:
+            logger.info("HA: connection of slave %s broke: %s", addr, group.exceptions[0])
+        except* StoreError as group:
+            logger.error("HA: stopped sending to slave %s: %s", addr, group.exceptions[0])
         finally:
             self.connections.remove(conn)
             logger.info("HA: slave %s gone (acked %d)", addr, conn.slave_ack_offset)

@@ -9,6 +9,7 @@ the figures of both sides.
 from __future__ import annotations
 
 import json
+import struct
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,10 +25,11 @@ from codec.command import RemotingCommand
 from codec.headers.base import EmptyHeader
 from codec.headers.pull import PullSysFlag
 from codec.headers.transaction import EndTransactionRequestHeader
-from codec.message import iter_records
+from codec.message import MESSAGE_MAGIC_CODE_V2, iter_records
 from gateway.transport.client import connect
 from gateway.transport.config import ServerConfig
 from gateway.transport.connection import Connection
+from store.ha import REPORT, TRANSFER_HEADER
 from tests.broker.helpers import pull_request, send_request
 from tests.helpers import broker_config
 
@@ -161,3 +163,65 @@ async def test_sync_master_with_one_in_sync_replica_answers_at_once(tmp_path: Pa
         with trio.fail_after(2):
             resp = await mconn.invoke(send_request(TOPIC, b"alone"), 5)
         assert resp.code == ResponseCode.SUCCESS
+
+
+async def receive_exactly(stream: trio.SocketStream, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = await stream.receive_some(n - len(data))
+        assert chunk, f"closed after {len(data)} of {n} bytes"
+        data += chunk
+    return data
+
+
+async def test_master_speaks_the_wire_protocol_to_a_raw_slave(tmp_path: Path) -> None:
+    async with broker(tmp_path / "m", haSendHeartbeatInterval="300") as (master, mconn):
+        for i in range(3):
+            assert (
+                await mconn.invoke(send_request(TOPIC, f"raw {i}".encode()), 5)
+            ).code == ResponseCode.SUCCESS
+        end = master.broker.store.max_phy_offset
+        stream = await trio.open_tcp_stream("127.0.0.1", master.broker.replication.ha.port)
+        async with stream:
+            await stream.send_all(REPORT.pack(0))  # an empty slave
+            offset, size = TRANSFER_HEADER.unpack(await receive_exactly(stream, TRANSFER_HEADER.size))
+            assert (offset, size) == (0, end)
+            assert await receive_exactly(stream, size) == files(master)[f"{0:020d}"][:end]
+            with trio.fail_after(5):  # idle: a heartbeat, an empty transfer at the next offset
+                header = await receive_exactly(stream, TRANSFER_HEADER.size)
+            assert TRANSFER_HEADER.unpack(header) == (end, 0)
+            await stream.send_all(REPORT.pack(end - 10) + REPORT.pack(end))  # the last report counts
+            with trio.fail_after(5):
+                while True:
+                    status = json.loads((await mconn.invoke(admin(RequestCode.GET_BROKER_HA_STATUS), 5)).body)
+                    if status["haConnectionInfo"] and status["haConnectionInfo"][0]["slaveAckOffset"] == end:
+                        break
+                    await trio.sleep(0.02)
+
+
+async def test_slave_reports_heartbeats_and_drops_a_master_sending_the_wrong_offset(tmp_path: Path) -> None:
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    keys = {"brokerRole": "SLAVE", "haMasterAddress": f"127.0.0.1:{port}", "haSendHeartbeatInterval": "200"}
+    async with broker(tmp_path / "s", **keys) as (_slave, _sconn):
+        with trio.fail_after(10):
+            stream = await listeners[0].accept()
+        async with stream:
+            with trio.fail_after(5):
+                assert REPORT.unpack(await receive_exactly(stream, REPORT.size)) == (0,)
+                assert REPORT.unpack(await receive_exactly(stream, REPORT.size)) == (0,)  # a heartbeat
+            await stream.send_all(TRANSFER_HEADER.pack(0, 0))  # a heartbeat changes nothing
+            # The first 8 bytes of a 200-byte record: appended, reported, not dispatched yet.
+            await stream.send_all(TRANSFER_HEADER.pack(0, 8) + struct.pack(">iI", 200, MESSAGE_MAGIC_CODE_V2))
+            with trio.fail_after(5):
+                assert REPORT.unpack(await receive_exactly(stream, REPORT.size)) == (8,)
+            await stream.send_all(TRANSFER_HEADER.pack(50, 0))  # not the slave's offset: it hangs up
+            with trio.fail_after(5):
+                while await stream.receive_some(1024):  # heartbeats until the close
+                    pass
+        with trio.fail_after(10):
+            stream = await listeners[0].accept()  # reconnected after RECONNECT_WAIT_S
+        async with stream:
+            assert REPORT.unpack(await receive_exactly(stream, REPORT.size)) == (8,)  # resumes from its own
+    for listener in listeners:
+        await listener.aclose()

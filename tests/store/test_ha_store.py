@@ -135,3 +135,21 @@ def test_an_empty_slave_starts_at_the_masters_last_file_and_a_wrong_offset_is_re
         with pytest.raises(ReplicationError, match="SLAVE: 1000 MASTER: 2000"):
             slave.append(2000, b"x")
         assert transfer_data(master, master.max_phy_offset, BATCH) is None
+
+
+def test_an_empty_slave_copies_the_masters_last_file_and_serves_its_records(tmp_path: Path) -> None:
+    with (
+        MessageStore(small_config(tmp_path / "m")) as master,
+        MessageStore(small_config(tmp_path / "s", brokerRole="SLAVE")) as slave_store,
+    ):
+        put(master, 400)
+        slave = ReplicaAppender(slave_store)
+        replicate(master, slave)
+        last = master.commit_log.queue.files[-1]
+        assert commit_log_files(slave_store) == {Path(last.path).name: bytes(last.mm[:])}
+        for queue_id in (0, 1):
+            first = slave_store.get_min_offset_in_queue("HaTopic", queue_id)
+            assert first > 0
+            result = slave_store.get_message("HaTopic", queue_id, first, 1000, max_total_msg_size=1 << 30)
+            theirs = master.get_message("HaTopic", queue_id, first, 1000, max_total_msg_size=1 << 30)
+            assert result.buffers == theirs.buffers
