@@ -32,13 +32,17 @@ SLAVE_REJECTED_CODES = frozenset(
 )
 
 
+SLAVE_MEMORY_RATIO_CUT = 10  # BrokerStartup: a slave's accessMessageInMemoryMaxRatio is 10 points lower
+
+
 def apply_broker_role(config: BrokerConfig, store_config: StoreConfig) -> None:
     """``BrokerStartup``'s role rules: a master's id becomes 0; raises ``ValueError`` for a slave
     whose ``brokerId`` is not positive (the Java broker prints "Slave's brokerId must be > 0" and
-    exits)."""
+    exits); a slave counts 10 % less of its memory as holding recent messages."""
     if store_config.broker_role == SLAVE:
         if config.broker_id <= 0:
             raise ValueError("Slave's brokerId must be > 0")
+        store_config.access_message_in_memory_max_ratio -= SLAVE_MEMORY_RATIO_CUT
     else:
         config.broker_id = MASTER_ID
 
@@ -69,3 +73,19 @@ def slave_guard(inner: Guard | None) -> Guard:
             inner(ctx, request)
 
     return guard
+
+
+def suggest_which_broker_id(
+    config: BrokerConfig, which_broker_when_consume_slowly: int, group_broker_id: int, from_slave: bool
+) -> int:
+    """The ``suggestWhichBrokerId`` of a pull answer (``PullMessageProcessor.composeResponseHeader``):
+    with ``slaveReadEnable`` a consumer reading far behind (``from_slave``: what it asks for is no
+    longer in memory) is sent to the group's ``whichBrokerWhenConsumeSlowly``, else to the
+    group's ``brokerId``; without it, and on a slave whenever the consumer is not behind, to the
+    master."""
+    suggest = MASTER_ID
+    if config.slave_read_enable:
+        suggest = which_broker_when_consume_slowly if from_slave else group_broker_id
+    if config.broker_id != MASTER_ID and not from_slave:
+        suggest = MASTER_ID
+    return suggest

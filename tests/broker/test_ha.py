@@ -15,10 +15,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
 import trio
 
 from broker.app import BrokerApp
-from broker.ha.roles import REJECT_REMARK
+from broker.config import BrokerConfig
+from broker.ha.roles import REJECT_REMARK, apply_broker_role, suggest_which_broker_id
 from codec import fastjson
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
@@ -29,6 +31,7 @@ from codec.message import MESSAGE_MAGIC_CODE_V2, iter_records
 from gateway.transport.client import connect
 from gateway.transport.config import ServerConfig
 from gateway.transport.connection import Connection
+from store.config import StoreConfig
 from store.ha import REPORT, TRANSFER_HEADER
 from tests.broker.helpers import pull_request, send_request
 from tests.helpers import broker_config
@@ -106,6 +109,13 @@ async def test_slave_copies_the_commit_log_byte_for_byte_and_serves_pulls(tmp_pa
             assert files(slave) == files(master)
             assert await pull_all(sconn, 0) + await pull_all(sconn, 1) == sent[0::2] + sent[1::2]
 
+            # Caught up: a slave sends the consumer back to the master at once, not held.
+            with trio.fail_after(0.5):
+                at_end = await sconn.invoke(
+                    pull_request(TOPIC, len(sent[0::2]), queue_id=0, suspend_ms=15_000), 5
+                )
+            assert at_end.code == ResponseCode.PULL_RETRY_IMMEDIATELY
+            assert (at_end.ext_fields or {})["suggestWhichBrokerId"] == "0"
             refused = await sconn.invoke(send_request(TOPIC, b"x"), 5)
             assert (refused.code, refused.remark) == (ResponseCode.SYSTEM_BUSY, REJECT_REMARK)
             end_tx = RemotingCommand.request(
@@ -225,3 +235,27 @@ async def test_slave_reports_heartbeats_and_drops_a_master_sending_the_wrong_off
             assert REPORT.unpack(await receive_exactly(stream, REPORT.size)) == (8,)  # resumes from its own
     for listener in listeners:
         await listener.aclose()
+
+
+@pytest.mark.parametrize(
+    ("broker_id", "slave_read", "behind", "expected"),
+    [
+        (0, False, True, 0),  # slaveReadEnable off: always the master
+        (0, True, True, 1),  # a slow consumer goes to whichBrokerWhenConsumeSlowly
+        (0, True, False, 0),  # else to the group's brokerId
+        (1, True, False, 0),  # a slave sends a consumer that is not behind to the master
+        (1, True, True, 1),
+    ],
+)
+def test_suggest_which_broker_id(broker_id: int, slave_read: bool, behind: bool, expected: int) -> None:
+    config = BrokerConfig(broker_id=broker_id, slave_read_enable=slave_read)
+    assert suggest_which_broker_id(config, 1, 0, behind) == expected
+
+
+def test_a_slave_needs_a_positive_broker_id() -> None:
+    store_config, _ = StoreConfig.from_properties({"brokerRole": "SLAVE"})
+    with pytest.raises(ValueError, match="Slave's brokerId must be > 0"):
+        apply_broker_role(BrokerConfig(broker_id=0), store_config)
+    master = BrokerConfig(broker_id=3)
+    apply_broker_role(master, StoreConfig())
+    assert master.broker_id == 0
