@@ -32,6 +32,8 @@ logger = logging.getLogger(__name__)
 
 RECONNECT_WAIT_S = 5.0  # DefaultHAClient.closeMasterAndWait / a failed connect: waitForRunning(5000)
 READ_CHUNK = 256 * 1024
+#: DefaultHAClient.READ_MAX_BUFFER_SIZE: a transfer never holds more (haTransferBatchSize's limit).
+MAX_TRANSFER_BODY = 4 * 1024 * 1024
 READY, TRANSFER = "READY", "TRANSFER"  # HAConnectionState
 
 
@@ -139,8 +141,8 @@ class HAClient:
             while len(buf) - pos >= TRANSFER_HEADER.size:
                 offset, size = TRANSFER_HEADER.unpack_from(buf, pos)
                 appender.check_offset(offset)
-                if size < 0:
-                    raise StoreError(f"transfer header with a negative body size {size}")
+                if not 0 <= size <= MAX_TRANSFER_BODY:
+                    raise StoreError(f"transfer header with a body size of {size} bytes")
                 if len(buf) - pos < TRANSFER_HEADER.size + size:
                     break
                 start = pos + TRANSFER_HEADER.size

@@ -233,6 +233,10 @@ async def test_slave_reports_heartbeats_and_drops_a_master_sending_the_wrong_off
             stream = await listeners[0].accept()  # reconnected after RECONNECT_WAIT_S
         async with stream:
             assert REPORT.unpack(await receive_exactly(stream, REPORT.size)) == (8,)  # resumes from its own
+            await stream.send_all(TRANSFER_HEADER.pack(8, 1 << 30))  # no transfer is that big: hang up
+            with trio.fail_after(5):
+                while await stream.receive_some(1024):
+                    pass
     for listener in listeners:
         await listener.aclose()
 
