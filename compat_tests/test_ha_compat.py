@@ -6,6 +6,7 @@ proof is the slave's commit log, byte-identical to the master's up to the acknow
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from compat_tests.reference import (
     BROKER_PORT_OFFSETS,
     COMMIT_LOG_FILE_SIZE,
     ReferenceServers,
+    run_mqadmin,
     start_gateway_namesrv,
     stop,
 )
@@ -101,6 +103,10 @@ def test_real_slave_copies_our_master(tmp_path: Path) -> None:
         theirs = first_file(servers.store)
         assert theirs[:end] == ours[:end]
         assert status["inSyncSlaveNums"] == 1
+        out = run_mqadmin(naddr, "haStatus", "-b", master.addr, home=tmp_path / "home")
+        assert re.search(r"^#SlaveNum\s+1$", out, re.M), out
+        assert re.search(r"^#InSyncSlaveNum\s+1$", out, re.M), out
+        assert re.search(rf"^127\.0\.0\.1:\d+\s+{end}\s+0\s+\S+\s+OK\s+{end}$", out, re.M), out
     finally:
         servers.stop(kill=True)
         master.stop()
@@ -145,6 +151,9 @@ def test_our_slave_copies_the_real_master(tmp_path: Path) -> None:
         client = mine["haClientRuntimeInfo"]
         assert isinstance(client, dict)
         assert client["maxOffset"] == end
+        out = run_mqadmin(naddr, "haStatus", "-b", slave.addr, home=tmp_path / "home")
+        assert re.search(rf"^#MasterAddr\s+127\.0\.0\.1:{servers.broker_port + 1}$", out, re.M), out
+        assert re.search(rf"^#CommitLogMaxOffset\s+{end}$", out, re.M), out
     finally:
         if slave is not None:
             slave.stop()
