@@ -122,7 +122,12 @@ class PopReviveService:
                 self._take(rq, data, offset)
             read += len(result.buffers)
             rq.next_offset = result.next_begin_offset
-        if not read and rq.end_time and now_ms - rq.end_time > IDLE_MOVE_MS and self.timer_caught_up(now_ms):
+        if (
+            not read
+            and rq.end_time
+            and now_ms - rq.end_time > IDLE_MOVE_MS
+            and self.timer_caught_up(now_ms)
+        ):
             rq.end_time = now_ms
         return read
 
