@@ -6,7 +6,8 @@ port first, so that the port it advertises (registration, the store host of ever
 one bound, then assembles a :class:`Broker` with that configuration and serves it.
 
 Start: open the store (recovering it if the last run crashed), load ``config/topics.json``,
-``subscriptionGroup.json``, ``consumerOffset.json`` and ``delayOffset.json``, listen, register.
+``subscriptionGroup.json``, ``consumerOffset.json`` and ``delayOffset.json``, listen (on the HA
+port too: :mod:`broker.ha.replication` runs what ``brokerRole`` asks for), register.
 Topic and group changes are persisted at once; offsets every ``flushConsumerOffsetInterval``
 (5 s) and delay offsets every 10 s. Stop (SIGTERM/SIGINT through the CLI): unregister, stop
 accepting, let in-flight requests finish, persist everything, close the store.
