@@ -367,7 +367,7 @@ class BrokerApp:
         try:
             bound_port = int(listeners[0].socket.getsockname()[1])
             config = dataclasses.replace(self.config, listen_port=bound_port)
-            ha_listeners = await bind_ha(host, config, any_port=self.server_config.port == 0)
+            ha_listeners = await bind_ha(host, config)
             config.ha_listen_port = int(ha_listeners[0].socket.getsockname()[1])
             self._broker = Broker(
                 config,

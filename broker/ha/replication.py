@@ -10,6 +10,7 @@ composition.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -28,16 +29,29 @@ from store.config import SYNC_MASTER
 from store.dispatch import ArrivalListener, DispatchRequest
 from store.message_store import MessageStore
 
+logger = logging.getLogger(__name__)
 
-async def bind_ha(host: str, config: BrokerConfig, any_port: bool) -> list[trio.SocketListener]:
-    """Bind the HA port (:func:`broker.ha.roles.ha_port_of`); a broker on an ephemeral port whose
-    ``listenPort + 1`` is taken gets an ephemeral HA port too."""
+
+async def bind_ha(host: str, config: BrokerConfig) -> list[trio.SocketListener]:
+    """Bind the HA port (:func:`broker.ha.roles.ha_port_of`). A configured ``haListenPort`` that
+    is taken fails the start, as in Java; when it is not configured and ``listenPort + 1`` is
+    taken, any free port is used instead (one WARNING line): the port is registered, and a slave
+    that learns it from the NameServer finds it, while a broker that never has a slave (a test
+    broker on a fixed port) starts as before."""
+    port = ha_port_of(config)
     try:
-        return await trio.open_tcp_listeners(ha_port_of(config), host=host)
-    except OSError:
-        if not any_port or config.ha_listen_port != JAVA_DEFAULT_HA_PORT:
+        return await trio.open_tcp_listeners(port, host=host)
+    except OSError as err:
+        if config.ha_listen_port != JAVA_DEFAULT_HA_PORT or port == 0:
             raise
-        return await trio.open_tcp_listeners(0, host=host)
+        listeners = await trio.open_tcp_listeners(0, host=host)
+        logger.warning(
+            "HA port %d (listenPort + 1) is taken (%s): slaves connect to port %d, the one registered",
+            port,
+            err.strerror,
+            listeners[0].socket.getsockname()[1],
+        )
+        return listeners
 
 
 class Replication:

@@ -28,6 +28,7 @@ from codec.headers.base import EmptyHeader
 from codec.headers.pull import PullSysFlag
 from codec.headers.transaction import EndTransactionRequestHeader
 from codec.message import MESSAGE_MAGIC_CODE_V2, iter_records
+from gateway.testing.ports import free_port
 from gateway.transport.client import connect
 from gateway.transport.config import ServerConfig
 from gateway.transport.connection import Connection
@@ -263,3 +264,23 @@ def test_a_slave_needs_a_positive_broker_id() -> None:
     master = BrokerConfig(broker_id=3)
     apply_broker_role(master, StoreConfig())
     assert master.broker_id == 0
+
+
+async def test_a_taken_default_ha_port_falls_back_to_a_free_one(tmp_path: Path) -> None:
+    port = free_port(offsets=(-2, 0, 1))
+    taken = await trio.open_tcp_listeners(port + 1, host="127.0.0.1")
+    try:
+        config = broker_config(tmp_path, listen_port=port)
+        app = BrokerApp(config, ServerConfig(host="127.0.0.1", port=port))
+        async with trio.open_nursery() as nursery:
+            await nursery.start(app.run)
+            ha_port = app.broker.replication.ha.port
+            assert ha_port not in (0, port + 1)
+            assert app.registrar.build_request().ext_fields["haServerAddr"] == f"127.0.0.1:{ha_port}"
+            app.shutdown()
+        explicit = broker_config(tmp_path / "explicit", listen_port=port, ha_listen_port=port + 1)
+        with pytest.raises(OSError, match="in use"):
+            await BrokerApp(explicit, ServerConfig(host="127.0.0.1", port=port)).run()
+    finally:
+        for listener in taken:
+            await listener.aclose()
