@@ -6,7 +6,8 @@ port first, so that the port it advertises (registration, the store host of ever
 one bound, then assembles a :class:`Broker` with that configuration and serves it.
 
 Start: open the store (recovering it if the last run crashed), load ``config/topics.json``,
-``subscriptionGroup.json``, ``consumerOffset.json`` and ``delayOffset.json``, listen, register.
+``subscriptionGroup.json``, ``consumerOffset.json`` and ``delayOffset.json``, listen (on the HA
+port too: :mod:`broker.ha.replication` runs what ``brokerRole`` asks for), register.
 Topic and group changes are persisted at once; offsets every ``flushConsumerOffsetInterval``
 (5 s) and delay offsets every 10 s. Stop (SIGTERM/SIGINT through the CLI): unregister, stop
 accepting, let in-flight requests finish, persist everything, close the store.
@@ -26,6 +27,8 @@ from broker.auth.service import BrokerAuth
 from broker.cold_data import ColdDataFlowControl
 from broker.config import BrokerConfig
 from broker.controller import BrokerController, store_config_of
+from broker.ha.replication import Replication, bind_ha
+from broker.ha.roles import apply_broker_role
 from broker.long_polling import PullHoldService
 from broker.message_service import MessageService
 from broker.metrics import create_metrics
@@ -148,14 +151,20 @@ class Broker:
         vip_listeners: list[trio.SocketListener] | None = None,
         client_tls: ssl.SSLContext | None = None,
         faults: FaultPoint | None = None,
+        ha_listeners: list[trio.SocketListener] | None = None,
     ) -> None:
         """``client_tls``: the context of the connections to the NameServers when ``tls.enable``
         (``NettyClientConfig.useTLS``); None: plaintext. ``faults``: rules that make the broker
-        answer otherwise (:mod:`gateway.transport.faults`); None: none."""
+        answer otherwise (:mod:`gateway.transport.faults`); None: none. ``ha_listeners``: the
+        bound HA port (:mod:`broker.ha`); None: no slave can connect."""
         self.config = config
         self.stats = BrokerStats(config.broker_cluster_name)
         self.hold = PullHoldService()
-        self.store = MessageStore(store_config_of(config), on_arrival=self.hold.notify_message_arriving)
+        store_config = store_config_of(config)
+        apply_broker_role(config, store_config)
+        self.store = MessageStore(store_config)
+        self.replication = Replication(self.store, ha_listeners)
+        self.store.on_arrival = self.replication.arrival_listener(self.hold.notify_message_arriving)
         self.messages = MessageService(self.store, self.stats)
         self.controller = BrokerController(
             config,
@@ -163,7 +172,9 @@ class Broker:
             self.hold,
             self.messages.put,
             put_nowait=self.messages.put_nowait,
-            wait_flushed=self.messages.wait_flushed if self.messages.sync_flush else None,
+            wait_flushed=self.replication.wait_put(
+                self.messages.wait_flushed if self.messages.sync_flush else None
+            ),
             on_topics_changed=self._topics_changed,
             on_groups_changed=self._groups_changed,
         )
@@ -176,6 +187,9 @@ class Broker:
         #: The typed operations both front doors adapt onto (remoting here, gRPC in grpc_methods).
         self.services = BrokerServices(self.controller, pop)
         self.dispatcher = build_dispatcher(self.controller, self.stats, self.auth, self.services, pop, faults)
+        self.replication.attach(
+            self.controller, self.dispatcher, self.registrar, self._persist, self.auth.inner_client_signer
+        )
         self.metrics = create_metrics(self.controller, self.stats, self.dispatcher)
         consume = self.services.consume
         self.pop = PopService(
@@ -257,11 +271,13 @@ class Broker:
             await nursery.start(self.messages.run_ticker)
             await nursery.start(self.server.run)
             await nursery.start(self.vip_server.run)
-            nursery.start_soon(self._deliver_delayed)
-            nursery.start_soon(self._deliver_timers)
-            nursery.start_soon(self._check_transactions)
+            await nursery.start(self.replication.run)
+            if not self.replication.is_slave:  # a slave writes nothing of its own
+                nursery.start_soon(self._deliver_delayed)
+                nursery.start_soon(self._deliver_timers)
+                nursery.start_soon(self._check_transactions)
+                nursery.start_soon(self.pop.run)
             nursery.start_soon(self._persist_loop)
-            nursery.start_soon(self.pop.run)
             await nursery.start(self.registrar.run)
             nursery.start_soon(self._housekeeping)
             logger.info(
@@ -344,6 +360,7 @@ class Broker:
             "store": self.messages.statistics(),
             "held_pulls": self.hold.held_count,
             "delayed_delivered": self.controller.schedule.delivered,
+            "ha": self.controller.ha_runtime_info(),
         }
 
 
@@ -386,10 +403,14 @@ class BrokerApp:
         self._broker: Broker | None = None
 
     async def run(self, *, task_status: trio.TaskStatus[RemotingServer] = trio.TASK_STATUS_IGNORED) -> None:
-        listeners, vip_listeners = await bind_with_vip(self.server_config.host, self.server_config.port)
+        host = self.server_config.host
+        listeners, vip_listeners = await bind_with_vip(host, self.server_config.port)
+        ha_listeners: list[trio.SocketListener] = []
         try:
             bound_port = int(listeners[0].socket.getsockname()[1])
             config = dataclasses.replace(self.config, listen_port=bound_port)
+            ha_listeners = await bind_ha(host, config)
+            config.ha_listen_port = int(ha_listeners[0].socket.getsockname()[1])
             self._broker = Broker(
                 config,
                 self.server_config,
@@ -398,11 +419,12 @@ class BrokerApp:
                 vip_listeners,
                 client_tls=self.client_tls,
                 faults=self.faults,
+                ha_listeners=ha_listeners,
             )
             await self._broker.run(task_status=task_status)
         finally:
             with trio.CancelScope(shield=True):
-                for listener in listeners + vip_listeners:  # closed already if the server ran
+                for listener in listeners + vip_listeners + ha_listeners:  # closed if the server ran
                     await listener.aclose()
             self._stopped.set()
 

@@ -67,6 +67,7 @@ class BrokerConfig:
     timer_wheel_enable: bool = True  # MessageStoreConfig: 5.x timer messages accepted
     timer_max_delay_sec: int = 3600 * 24 * 3  # MessageStoreConfig: farthest due time accepted
     timer_precision_ms: int = 1000  # MessageStoreConfig: due times are rounded down to this
+    slave_read_enable: bool = False  # a master may send slow consumers to a slave (suggestWhichBrokerId)
     metrics_exporter_type: str = "DISABLE"  # MetricsExporterType: DISABLE, or PROM for the HTTP endpoint
     metrics_prom_exporter_host: str = ""  # empty: all interfaces, as Java's exporter
     metrics_prom_exporter_port: int = 5557  # BrokerConfig.metricsPromExporterPort

@@ -17,6 +17,7 @@ import logging
 import socket
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from broker.client_manager import ClientManager
 from broker.config import BrokerConfig
@@ -99,6 +100,8 @@ class BrokerController:
         self.offsets = ConsumerOffsetManager()
         self.clients = ClientManager(config.channel_expired_timeout)
         self.filters = ConsumerFilterManager()  # SQL92: compiled once per subscription version
+        #: GET_BROKER_HA_STATUS's body (``HARuntimeInfo``), set by the composition (:mod:`broker.ha`).
+        self.ha_runtime_info: Callable[[], dict[str, Any]] = lambda: {}
 
     @property
     def store_host(self) -> bytes:

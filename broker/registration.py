@@ -59,6 +59,8 @@ class NamesrvRegistrar:
         self._pending: dict[str, TopicConfig] = {}
         self.registrations = 0
         self.failures = 0
+        #: Told (haServerAddr, masterAddr) of every accepted registration: a slave's master.
+        self.on_registered: Callable[[str | None, str | None], None] | None = None
 
     @property
     def period_s(self) -> float:
@@ -156,6 +158,9 @@ class NamesrvRegistrar:
             logger.warning("namesrv %s refused registration: %s %s", address, response.code, response.remark)
             return False
         self.registrations += 1
+        if self.on_registered is not None:
+            fields = response.ext_fields or {}
+            self.on_registered(fields.get("haServerAddr"), fields.get("masterAddr"))
         logger.debug(
             "registered to namesrv %s (%s)", address, "full" if topics is None else f"{len(topics)} topics"
         )

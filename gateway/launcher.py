@@ -34,6 +34,7 @@ from broker.app import BrokerApp
 from broker.auth.config import AuthConfig, auth_config_of
 from broker.config import JAVA_KEY_ALIASES, BrokerConfig
 from broker.controller import BrokerController, store_config_of
+from broker.ha.roles import apply_broker_role
 from codec.config_fields import camel_case, snake_case
 from gateway.control.api import ControlApi
 from gateway.control.server import ControlConfig, ControlServer
@@ -349,7 +350,7 @@ def check_specs(
     if broker is None:
         return
     try:
-        store_config_of(broker.config)
+        apply_broker_role(broker.config, store_config_of(broker.config))
     except (StoreError, ValueError) as err:
         raise ValueError(f"store configuration: {err}") from err
     auth_config_of(broker.config)  # a malformed auth key, or an unsupported one, stops here

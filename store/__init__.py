@@ -13,6 +13,8 @@ A plain synchronous library with one writer: no Trio, no sockets, no threads of 
 * Derived data and reading: :mod:`store.dispatch` (what a record adds to the consume queues and
   index), :mod:`store.message_reader`, :mod:`store.message_filter`.
 * Lifecycle: :mod:`store.recovery` (what recovery rebuilds and what it trusts), :mod:`store.cleanup`.
+* Replication: :mod:`store.ha` (what a master sends from an offset, a slave's append and dispatch
+  of it; the sockets are :mod:`broker.ha`'s).
 * :mod:`store.config`, :mod:`store.results`, :mod:`store.errors`.
 
 Each file format is described field by field in its module's docstring. A new file kind gets its

@@ -27,6 +27,10 @@ from store.errors import StoreConfigError
 CQ_STORE_UNIT_SIZE = 20  # ConsumeQueue.CQ_STORE_UNIT_SIZE: offset int64 + size int32 + tags int64
 ASYNC_FLUSH = "ASYNC_FLUSH"
 SYNC_FLUSH = "SYNC_FLUSH"
+ASYNC_MASTER = "ASYNC_MASTER"  # BrokerRole: acknowledges a put without waiting for a slave
+SYNC_MASTER = "SYNC_MASTER"  # waits for inSyncReplicas copies (itself included) within slaveTimeout
+SLAVE = "SLAVE"  # takes no puts; copies the master's commit log over the HA connection
+BROKER_ROLES = (ASYNC_MASTER, SYNC_MASTER, SLAVE)
 MIN_COMMIT_LOG_FILE_SIZE = 4096  # ours: a file must hold at least one small record plus a blank marker
 #: MessageStoreConfig's file sizes are Java ints (MappedFile.fileSize): 2 GiB - 1 at most.
 MAX_MAPPED_FILE_SIZE = 2**31 - 1
@@ -72,6 +76,14 @@ class StoreConfig:
     max_filter_message_size: int = 16_000  # bytes of CQ units one get may scan
     travel_cq_file_num_when_get_message: int = 1
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    broker_role: str = ASYNC_MASTER  # ASYNC_MASTER, SYNC_MASTER or SLAVE
+    ha_master_address: str = ""  # a slave's master HA address host:port; empty: learnt on registration
+    ha_send_heartbeat_interval: int = 5000  # ms: slave offset reports and master heartbeats when idle
+    ha_housekeeping_interval: int = 20_000  # ms without a read after which an HA connection is closed
+    ha_transfer_batch_size: int = 32 * 1024  # bytes of commit log per transfer
+    ha_max_gap_not_in_sync: int = 256 * 1024 * 1024  # bytes behind the master a slave may be and be in sync
+    slave_timeout: int = 3000  # ms a SYNC_MASTER put waits for its slave acks (FLUSH_SLAVE_TIMEOUT)
+    in_sync_replicas: int = 1  # copies a SYNC_MASTER put needs, the master's included
     preallocate: bool = True  # ours: reserve disk blocks (posix_fallocate) so a full disk fails cleanly
 
     @classmethod
@@ -94,6 +106,11 @@ class StoreConfig:
             raise StoreConfigError(
                 f"flushDiskType must be ASYNC_FLUSH or SYNC_FLUSH, not {self.flush_disk_type!r}"
             )
+        if self.broker_role not in BROKER_ROLES:
+            roles = ", ".join(BROKER_ROLES)
+            raise StoreConfigError(f"brokerRole must be one of {roles}, not {self.broker_role!r}")
+        if self.ha_transfer_batch_size <= 0:
+            raise StoreConfigError("haTransferBatchSize must be positive")
         if self.mapped_file_size_commit_log < MIN_COMMIT_LOG_FILE_SIZE:
             raise StoreConfigError(f"mappedFileSizeCommitLog {self.mapped_file_size_commit_log} is too small")
         if self.mapped_file_size_commit_log > MAX_MAPPED_FILE_SIZE:
@@ -149,6 +166,10 @@ class StoreConfig:
     @property
     def sync_flush(self) -> bool:
         return self.flush_disk_type == SYNC_FLUSH
+
+    @property
+    def is_slave(self) -> bool:
+        return self.broker_role == SLAVE
 
     def delete_hours(self) -> frozenset[int]:
         """The hours of ``delete_when`` (``"04"``, ``"04;16"``)."""

@@ -262,6 +262,10 @@ class MessageStore(MessageReader):
             return PutMessageResult(
                 PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="message store is not open"
             )
+        if self.config.is_slave:  # HookUtils.checkBeforePutMessage: a slave's store is written by HA only
+            return PutMessageResult(
+                PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="message store is in slave mode"
+            )
         if not self.writable:
             self._refusals.log(
                 "put refused: the message store is not writable (%s); disk %s",

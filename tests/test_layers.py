@@ -65,6 +65,10 @@ MAY_WAIT = frozenset(
         "broker.grpc.consumer",  # ReceiveMessage long-polls through the POP processor
         "broker.grpc.renewer",  # the loop renewing push consumers' receipt handles
         "broker.grpc.service",  # the gRPC method table, which holds ReceiveMessage
+        "broker.ha.service",  # the master's HA port: slave connections, SYNC_MASTER waits for acks
+        "broker.ha.client",  # the slave's connection to its master's HA port
+        "broker.ha.slave_sync",  # the slave's periodic copy of its master's metadata
+        "broker.ha.replication",  # runs the HA services of a broker's role
         "namesrv.app",  # the NameServer's Trio wiring
     }
 )

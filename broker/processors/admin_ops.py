@@ -10,9 +10,10 @@ answers of a master with no HA peers, no cold-data throttling and no RocksDB sto
   run now (``cleanExpiredConsumerQueue``, ``executeDeleteFilesManually``); unused topics are
   listed in the log (this store keeps their consume queues until the files expire).
 * GET_ALL_PRODUCER_INFO (``producer``), QUERY_CONSUME_QUEUE (``queryCq``).
-* GET_BROKER_HA_STATUS (``haStatus``): a master with no slaves; RESET_MASTER_FLUSH_OFFSET: a
-  master ignores it, as Java's; CHECK_ROCKSDB_CQ_WRITE_PROGRESS / EXPORT_ROCKSDB_CONFIG_TO_JSON:
-  what the real broker answers when its store is not RocksDB ("in progress", "export done.").
+* GET_BROKER_HA_STATUS (``haStatus``): the master's slaves or the slave's master
+  (``HARuntimeInfo``, :mod:`broker.ha`); RESET_MASTER_FLUSH_OFFSET: a master ignores it, as
+  Java's; CHECK_ROCKSDB_CQ_WRITE_PROGRESS / EXPORT_ROCKSDB_CONFIG_TO_JSON: what the real broker
+  answers when its store is not RocksDB ("in progress", "export done.").
 * UPDATE_COLD_DATA_FLOW_CTR_CONFIG, REMOVE_COLD_DATA_FLOW_CTR_CONFIG, GET_COLD_DATA_FLOW_CTR_INFO:
   the per-group thresholds of :class:`broker.cold_data.ColdDataFlowControl`.
 * SWITCH_TIMER_ENGINE (5.5's ``switchTimerEngine``): this broker's one engine is the file time
@@ -239,8 +240,8 @@ class AdminOpsProcessor:
     # -- features this broker does not run: the real broker's answers without them -------------
 
     def get_ha_status(self, _ctx: RequestContext, request: RemotingCommand, _header: Any) -> RemotingCommand:
-        """``HARuntimeInfo`` of a master without slaves."""
-        body = {
+        """``HARuntimeInfo``: the master's slaves, or the slave's connection (:mod:`broker.ha`)."""
+        body = self.broker.ha_runtime_info() or {
             "haClientRuntimeInfo": {
                 "isActivated": False,
                 "lastReadTimestamp": 0,

@@ -9,7 +9,8 @@ is one ``MessageStore.get_message`` call with that filter, tags and SQL92 alike 
 response code and ``nextBeginOffset`` as in Java's ``PullMessageResultHandler``; a pull that finds
 nothing and may be suspended is held until a message its filter lets through arrives or its
 suspend time runs out (:mod:`broker.long_polling`) and is then run once more without suspension.
-The COMMIT flag's offset is stored on the first processing only.
+The COMMIT flag's offset is stored on the first processing only. ``suggestWhichBrokerId`` and a
+slave's PULL_RETRY_IMMEDIATELY for a consumer that is not behind: :mod:`broker.ha.roles`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import trio
 from broker.controller import BrokerController
 from broker.filter import is_tag_type
 from broker.filter.subscription_filter import filter_from_header, filter_from_registered, tags_filter
+from broker.ha.roles import MASTER_ID, suggest_which_broker_id
 from broker.stats import BrokerStats
 from broker.subscription_group_manager import SubscriptionGroupConfig
 from codec.bodies.heartbeat import EXPRESSION_TAG, SubscriptionData
@@ -93,6 +95,9 @@ class PullMessageProcessor:
             broker.offsets.commit(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
         result = self._get(header, plan)
         code = self._code(header, result)
+        slave = broker.config.broker_id != MASTER_ID
+        if slave and not result.suggest_pulling_from_slave and result.status is not GetMessageStatus.FOUND:
+            code = ResponseCode.PULL_RETRY_IMMEDIATELY  # a slave sends a consumer not behind to the master
         if code == ResponseCode.PULL_NOT_FOUND and flags & PullSysFlag.SUSPEND and not broker.stopping:
             timeout_ms = (
                 header.suspend_timeout_millis
@@ -275,7 +280,12 @@ class PullMessageProcessor:
         if result.status in (GetMessageStatus.NO_MESSAGE_IN_QUEUE, GetMessageStatus.NO_MATCHED_LOGIC_QUEUE):
             next_begin = 0
         response_header = PullMessageResponseHeader(
-            suggest_which_broker_id=0,
+            suggest_which_broker_id=suggest_which_broker_id(
+                self.broker.config,
+                plan.group.which_broker_when_consume_slowly,
+                plan.group.broker_id,
+                result.suggest_pulling_from_slave,
+            ),
             next_begin_offset=next_begin,
             min_offset=result.min_offset,
             max_offset=result.max_offset,

@@ -1,0 +1,134 @@
+"""A slave's copy of its master's metadata (``org.apache.rocketmq.broker.slave.SlaveSynchronize``).
+
+The master's broker address comes from the registration answer (``masterAddr``,
+``handleRegisterBrokerResult``). ``syncAll`` asks the master for its topic configs
+(GET_ALL_TOPIC_CONFIG), consumer offsets (GET_ALL_CONSUMER_OFFSET), delay offsets
+(GET_ALL_DELAY_OFFSET) and subscription groups (GET_ALL_SUBSCRIPTIONGROUP_CONFIG) and takes them
+as Java does: topics and groups are replaced when the master's data version differs (the ones the
+master no longer has are deleted), offsets are merged over the slave's, delay offsets replaced;
+each is persisted. Java runs it every 60 s (checked every 3 s); this slave runs it as soon as it
+learns its master's address and then every 60 s, so a slave answers pulls of the master's topics
+from its first minute on. Not copied: message request modes and timer metrics.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+from broker.controller import BrokerController
+from broker.schedule import DELAY_OFFSET_JSON
+from codec import fastjson
+from codec.bodies.register import DataVersion
+from codec.codes import RequestCode, ResponseCode
+from codec.command import RemotingCommand
+from codec.errors import RocketMQError
+from codec.headers.base import EmptyHeader
+from gateway.transport.client import connect
+from gateway.transport.connection import Connection
+
+logger = logging.getLogger(__name__)
+
+SYNC_PERIOD_S = 60.0  # BrokerController: syncAll when 60 s have passed since the last one
+REQUEST_TIMEOUT_S = 10.0
+TOPICS_JSON, GROUPS_JSON, OFFSETS_JSON = "topics.json", "subscriptionGroup.json", "consumerOffset.json"
+
+
+class SlaveSynchronize:
+    """See the module docstring. ``persist(name, obj)`` writes a config file of the slave."""
+
+    def __init__(
+        self,
+        controller: BrokerController,
+        persist: Callable[[str, Any], None],
+        sign: Callable[[RemotingCommand], None] | None = None,
+    ) -> None:
+        self.controller = controller
+        self.persist = persist
+        self.sign = sign
+        self.master_addr = ""
+        self.syncs = 0
+        self._known = trio.Event()
+
+    def set_master_addr(self, master_addr: str | None) -> None:
+        if master_addr and master_addr != self.master_addr:
+            logger.info("Update master address from %s to %s", self.master_addr or None, master_addr)
+            self.master_addr = master_addr
+            self._known.set()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            await self._known.wait()
+            self._known = trio.Event()
+            with trio.move_on_after(SYNC_PERIOD_S):
+                await self.sync_all()
+                await self._known.wait()
+
+    async def sync_all(self) -> None:
+        """One round; a failure is logged and waits for the next round."""
+        address = self.master_addr
+        if not address or address == self.controller.config.broker_addr:
+            return
+        try:
+            async with connect(address) as conn:
+                topics = await self._get(conn, RequestCode.GET_ALL_TOPIC_CONFIG)
+                offsets = await self._get(conn, RequestCode.GET_ALL_CONSUMER_OFFSET)
+                delay = await self._get(conn, RequestCode.GET_ALL_DELAY_OFFSET)
+                groups = await self._get(conn, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        except (OSError, RocketMQError, trio.TooSlowError) as err:
+            logger.error("sync of metadata from master %s failed: %s", address, err)
+            return
+        self._take_topics(topics)
+        self._take_offsets(offsets)
+        self.controller.schedule.load_obj(delay)
+        self.persist(DELAY_OFFSET_JSON, self.controller.schedule.to_obj())
+        self._take_groups(groups)
+        self.syncs += 1
+        logger.info(
+            "Update slave topic config, consumer offset, delay offset and groups from master, %s", address
+        )
+
+    async def _get(self, conn: Connection, code: int) -> Any:
+        request = RemotingCommand.request(code, EmptyHeader())
+        if self.sign is not None:
+            self.sign(request)
+        with trio.fail_after(REQUEST_TIMEOUT_S):
+            response = await conn.invoke(request, timeout_s=REQUEST_TIMEOUT_S)
+        if response.code != ResponseCode.SUCCESS:
+            raise RocketMQError(f"code {response.code}: {response.remark}")
+        doc = fastjson.loads(response.body)
+        if not isinstance(doc, dict):
+            raise RocketMQError("the answer's body is not an object")
+        return doc
+
+    def _take_topics(self, doc: dict[str, Any]) -> None:
+        topics = self.controller.topics
+        version = doc.get("dataVersion")
+        if isinstance(version, dict) and DataVersion.from_obj(version) == topics.data_version:
+            return
+        names = set((doc.get("topicConfigTable") or {}).keys())
+        for name in [n for n in topics.table if n not in names]:
+            del topics.table[name]
+        topics.load_obj(doc)
+        self.persist(TOPICS_JSON, topics.to_obj())
+
+    def _take_offsets(self, doc: dict[str, Any]) -> None:
+        offsets = self.controller.offsets
+        merged = {**offsets.to_obj().get("offsetTable", {}), **(doc.get("offsetTable") or {})}
+        offsets.load_obj({**doc, "offsetTable": merged})
+        self.persist(OFFSETS_JSON, offsets.to_obj())
+
+    def _take_groups(self, doc: dict[str, Any]) -> None:
+        groups = self.controller.groups
+        version = doc.get("dataVersion")
+        if isinstance(version, dict) and DataVersion.from_obj(version) == groups.data_version:
+            return
+        names = set((doc.get("subscriptionGroupTable") or {}).keys())
+        for name in [n for n in groups.table if n not in names]:
+            del groups.table[name]
+        groups.load_obj(doc)
+        self.persist(GROUPS_JSON, groups.to_obj())
