@@ -34,7 +34,6 @@ from broker.message_service import MessageService
 from broker.metrics import create_metrics
 from broker.pop.assignment import QueryAssignmentProcessor
 from broker.pop.notification import NotificationProcessor
-from broker.pop.processor import PopProcessor
 from broker.pop.records import PopConfig
 from broker.pop.service import PopService
 from broker.processors.admin import AdminBrokerProcessor
@@ -45,6 +44,7 @@ from broker.processors.client_manage import ClientManageProcessor
 from broker.processors.client_ops import ClientOpsProcessor
 from broker.processors.consumer_manage import ConsumerManageProcessor
 from broker.processors.end_transaction import EndTransactionProcessor
+from broker.processors.pop import PopProcessor
 from broker.processors.pull import PullMessageProcessor
 from broker.processors.query import QueryMessageProcessor
 from broker.processors.recall import RecallMessageProcessor

@@ -13,14 +13,12 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import grpc
 
+from compat_tests.grpc_targets import GrpcTarget, create_topic, run_java
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
-
-if TYPE_CHECKING:  # test_grpc_compat.py imports this module's tests
-    from compat_tests.test_grpc_compat import GrpcTarget
 
 TOPICS = {
     "GrpcChecks": "",
@@ -73,8 +71,6 @@ def test_java_client_meets_the_proxys_checks(grpc_target: GrpcTarget) -> None:
     from the receive call's start) and a send during a receive ends it within 1 s of the send's
     acknowledgement. The three receives wait side by side while the checked sends are made, so
     the run takes about 20 s."""
-    from compat_tests.test_grpc_compat import create_topic, run_java
-
     for topic, attributes in TOPICS.items():
         create_topic(grpc_target, topic, attributes)
     lines = run_java(grpc_target, "rmqgrpc.Checks", *TOPICS, GROUP)
@@ -238,8 +234,6 @@ def _telemetry(
 
 def test_raw_requests_meet_the_proxys_checks(grpc_target: GrpcTarget) -> None:
     """Requests no client sends, refused alike by both (the texts are the Proxy's)."""
-    from compat_tests.test_grpc_compat import create_topic
-
     for topic, attributes in TOPICS.items():
         create_topic(grpc_target, topic, attributes)
     out = _raw_checks(grpc_target)

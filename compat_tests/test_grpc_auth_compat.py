@@ -27,17 +27,17 @@ from collections.abc import Iterator
 
 import pytest
 
-from compat_tests.reference import REFERENCE_LIB, topic_route
-from compat_tests.test_auth_compat import AUTH_CONF, ROOT, ROOT_SECRET, SETUP, TOPIC, Admin
-from compat_tests.test_grpc_compat import (
+from compat_tests.grpc_targets import (
     GRPC_CLIENT,
     REPO,
     RUN_TIMEOUT_S,
     GrpcTarget,
-    _start_ours,
-    _start_real,
     run_java,
+    start_ours,
+    start_real,
 )
+from compat_tests.reference import REFERENCE_LIB, topic_route
+from compat_tests.test_auth_compat import AUTH_CONF, ROOT, ROOT_SECRET, SETUP, TOPIC, Admin
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
@@ -68,9 +68,9 @@ def auth_grpc_target(
         pytest.fail("java, the reference jars or the 5.x gRPC client are missing: run scripts/setup-java.sh")
     workdir = tmp_path_factory.mktemp(f"grpc-auth-{request.param}")
     if request.param == "ours":
-        started = _start_ours(workdir, AUTH_CONF)
+        started = start_ours(workdir, AUTH_CONF)
     else:
-        started = _start_real(workdir, AUTH_CONF, PROXY_AUTH)
+        started = start_real(workdir, AUTH_CONF, PROXY_AUTH)
     try:
         yield started
     finally:

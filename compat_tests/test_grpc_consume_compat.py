@@ -22,20 +22,20 @@ import trio
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.headers.base import EmptyHeader
-from compat_tests.reference import REFERENCE_LIB
-from compat_tests.test_grpc_compat import (
+from compat_tests.grpc_targets import (
     FIFO_TOPIC,
     GRPC_CLIENT,
     REPO,
     RUN_TIMEOUT_S,
     GrpcTarget,
-    _start_ours,
-    _start_real,
     create_topic,
     produce,
     run_java,
+    start_ours,
+    start_real,
     stored,
 )
+from compat_tests.reference import REFERENCE_LIB
 from gateway.transport.client import connect
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
@@ -50,7 +50,7 @@ def consume_target(
     if shutil.which("java") is None or not REFERENCE_LIB.is_dir() or not (GRPC_CLIENT / "classes").is_dir():
         pytest.fail("java, the reference jars or the 5.x gRPC client are missing: run scripts/setup-java.sh")
     workdir = tmp_path_factory.mktemp(f"grpc-consume-{request.param}")
-    started = _start_ours(workdir) if request.param == "ours" else _start_real(workdir)
+    started = start_ours(workdir) if request.param == "ours" else start_real(workdir)
     try:
         yield started
     finally:

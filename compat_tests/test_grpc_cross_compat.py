@@ -19,14 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.scenario import of, run_scenario
-from compat_tests.test_grpc_compat import (
+from compat_tests.grpc_targets import (
     GrpcTarget,
-    _start_ours,
-    _start_real,
     create_topic,
     produce,
+    start_ours,
+    start_real,
 )
+from compat_tests.scenario import of, run_scenario
 from compat_tests.test_grpc_consume_compat import create_group
 from compat_tests.test_grpc_go_compat import run_go
 
@@ -42,7 +42,7 @@ def cross_target(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[GrpcTarget]:
     workdir = tmp_path_factory.mktemp(f"grpc-cross-{request.param}")
-    started = _start_ours(workdir) if request.param == "ours" else _start_real(workdir)
+    started = start_ours(workdir) if request.param == "ours" else start_real(workdir)
     try:
         yield started
     finally:

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from codec.properties import decode_properties
+from compat_tests.grpc_targets import GrpcTarget, create_topic, start_ours, start_real, stored
 from compat_tests.scenario import Event, of, parse_events
-from compat_tests.test_grpc_compat import GrpcTarget, _start_ours, _start_real, create_topic, stored
 from compat_tests.test_grpc_consume_compat import create_group
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
@@ -37,7 +37,7 @@ def go_target(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[GrpcTarget]:
     workdir = tmp_path_factory.mktemp(f"grpc-go-{request.param}")
-    started = _start_ours(workdir) if request.param == "ours" else _start_real(workdir)
+    started = start_ours(workdir) if request.param == "ours" else start_real(workdir)
     try:
         yield started
     finally:

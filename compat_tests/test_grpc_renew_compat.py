@@ -25,15 +25,15 @@ from typing import Any
 import grpc
 import pytest
 
-from compat_tests.reference import REFERENCE_LIB
-from compat_tests.test_grpc_compat import (
+from compat_tests.grpc_targets import (
     GRPC_CLIENT,
     GrpcTarget,
-    _start_ours,
-    _start_real,
     create_topic,
     run_java,
+    start_ours,
+    start_real,
 )
+from compat_tests.reference import REFERENCE_LIB
 from compat_tests.test_grpc_consume_compat import bodies, create_group, sent_bodies
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
@@ -58,9 +58,9 @@ def renew_target(
         pytest.fail("java, the reference jars or the 5.x gRPC client are missing: run scripts/setup-java.sh")
     workdir = tmp_path_factory.mktemp(f"grpc-renew-{request.param}")
     if request.param == "ours":
-        started = _start_ours(workdir, {k: str(v) for k, v in RENEWAL.items()})
+        started = start_ours(workdir, {k: str(v) for k, v in RENEWAL.items()})
     else:
-        started = _start_real(workdir, proxy_conf=RENEWAL)
+        started = start_real(workdir, proxy_conf=RENEWAL)
     try:
         yield started
     finally:
@@ -175,7 +175,7 @@ def test_a_held_auto_renew_message_and_the_ack_of_its_first_handle(renew_target:
 
 @pytest.fixture(scope="module")
 def ours_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GrpcTarget]:
-    started = _start_ours(tmp_path_factory.mktemp("grpc-renew-java"), {k: str(v) for k, v in RENEWAL.items()})
+    started = start_ours(tmp_path_factory.mktemp("grpc-renew-java"), {k: str(v) for k, v in RENEWAL.items()})
     try:
         yield started
     finally:

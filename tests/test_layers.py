@@ -57,7 +57,7 @@ MAY_WAIT = frozenset(
         "broker.registration",  # the connections to the NameServers
         "broker.processors.pull",  # long polling: a held pull waits for an arrival or its timeout
         "broker.pop.long_polling",  # a POP that found nothing waits for an arrival or its poll time
-        "broker.pop.processor",  # the POP handlers that wait (long polling, record puts)
+        "broker.processors.pop",  # the POP handlers that wait (long polling, record puts)
         "broker.service.consume",  # a pop that found nothing long-polls
         "broker.service.services",  # holds the consume service
         "broker.pop.service",  # the revive loop
@@ -77,7 +77,7 @@ MAY_WAIT = frozenset(
 #: Floors of broker/, from the bottom; a module is on the first floor whose test it passes, the
 #: state floor when none does.
 BROKER_FLOORS = ("state", "service", "door", "wiring")
-_DOOR_MODULES = frozenset({"broker.pop.processor", "broker.pop.notification", "broker.pop.assignment"})
+_DOOR_MODULES = frozenset({"broker.pop.notification", "broker.pop.assignment"})
 PROTO = "gateway.transport.grpc.proto"
 
 

@@ -2,7 +2,7 @@
 ``AckMessageProcessor``, ``ChangeInvisibleTimeProcessor``).
 
 Both front doors adapt onto :class:`ConsumeService`: POP_MESSAGE, ACK_MESSAGE and
-CHANGE_MESSAGE_INVISIBLETIME (:mod:`broker.pop.processor`), and gRPC's ReceiveMessage, AckMessage
+CHANGE_MESSAGE_INVISIBLETIME (:mod:`broker.processors.pop`), and gRPC's ReceiveMessage, AckMessage
 and ChangeInvisibleDuration (:mod:`broker.grpc.consumer`), so a gRPC consumer and a remoting POP
 consumer of one group share every offset, checkpoint and orderly lock. The service owns the POP
 state: the in-flight counts, the checkpoint writer, the orderly bookkeeping, the reader and the

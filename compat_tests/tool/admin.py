@@ -19,7 +19,7 @@ from broker.auth.signature import sign_request
 from codec import fastjson
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
-from compat_tests.tool.model import TargetSpec
+from compat_tests.tool.target import TargetSpec
 from gateway.transport.client import connect
 
 CALL_TIMEOUT_S = 10.0

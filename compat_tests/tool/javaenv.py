@@ -17,7 +17,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from compat_tests.tool.model import NotRun
+from compat_tests.tool.outcomes import NotRun
 from compat_tests.tool.process import run
 
 JAVA_DIR = Path(__file__).resolve().parent.parent / "java"

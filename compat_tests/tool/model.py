@@ -12,15 +12,30 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-if TYPE_CHECKING:
-    from compat_tests.tool.admin import Admin
-    from compat_tests.tool.javaenv import JavaEnv
-    from compat_tests.tool.process import Background
+from compat_tests.tool.admin import Admin
+from compat_tests.tool.javaenv import JavaEnv
+from compat_tests.tool.outcomes import Failed, NotRun, Unsupported, check
+from compat_tests.tool.process import Background
+from compat_tests.tool.target import TargetSpec
 
 Status = Literal["passed", "failed", "unsupported", "not run"]
 STATUSES: tuple[Status, ...] = ("passed", "failed", "unsupported", "not run")
+__all__ = [
+    "CLIENTS",
+    "STATUSES",
+    "Context",
+    "Failed",
+    "NotRun",
+    "Outcome",
+    "Scenario",
+    "Status",
+    "TargetReport",
+    "TargetSpec",
+    "Unsupported",
+    "check",
+]
 
 JAVA_498 = "java-4.9.8"
 JAVA_533 = "java-5.3.3"
@@ -28,40 +43,6 @@ JAVA_GRPC = "java-grpc-5"
 PYTHON_GRPC = "python-grpc-5"
 MQADMIN = "mqadmin-5.3.3"
 CLIENTS = (JAVA_498, JAVA_533, JAVA_GRPC, PYTHON_GRPC, MQADMIN)
-
-
-class Failed(Exception):
-    """The target answered, but not as RocketMQ does: the message says what differed."""
-
-
-class Unsupported(Exception):
-    """The target refused the feature the documented way (its remark is the message)."""
-
-
-class NotRun(Exception):
-    """The scenario could not be run here (no endpoint, no Java, setup failed): why."""
-
-
-def check(condition: bool, reason: str) -> None:
-    """Raise :class:`Failed` with ``reason`` unless ``condition``."""
-    if not condition:
-        raise Failed(reason)
-
-
-@dataclass(frozen=True)
-class TargetSpec:
-    """Where the cluster under test listens and how to talk to it."""
-
-    namesrv: str
-    grpc: str | None = None
-    cluster: str | None = None
-    access_key: str | None = None
-    secret_key: str | None = None
-    tls: bool = False
-
-    @property
-    def label(self) -> str:
-        return self.namesrv + (f",{self.grpc}" if self.grpc else "")
 
 
 @dataclass

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from compat_tests.tool.model import Failed
+from compat_tests.tool.outcomes import Failed
 
 TAIL_CHARS = 600
 
