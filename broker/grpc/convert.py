@@ -3,7 +3,8 @@
 Used where the server hands a message to a client: a transaction check-back
 (RecoverOrphanedTransactionCommand) here, received messages once POP is served. User properties
 are every property but the system ones (``MessageConst.STRING_HASH_SET``); the body digest is
-MD5 as the Proxy sends it.
+MD5 as the Proxy sends it. A priority message (5.5.0's ``GrpcConverter``) carries its type PRIORITY
+and its ``priority``; the priority property is a system one (5.5.0's ``STRING_HASH_SET``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import hashlib
 import socket
 
 from broker.grpc.namespace import resource_of
+from broker.priority import PROPERTY_PRIORITY, message_priority
 from codec.message import MessageRecord, MessageSysFlag
 from codec.properties import decode_properties
 from gateway.transport.address import join_address
@@ -29,7 +31,7 @@ SYSTEM_PROPERTIES = frozenset(
         "MSG_TYPE", "INNER_MULTI_QUEUE_OFFSET", "TIMER_DELAY_MS", "TIMER_DELAY_SEC",
         "TIMER_DELIVER_MS", "TIMER_ENQUEUE_MS", "TIMER_DEQUEUE_MS", "TIMER_ROLL_TIMES",
         "TIMER_OUT_MS", "TIMER_DEL_UNIQKEY", "TIMER_DELAY_LEVEL", "__BORNHOST", "BORN_TIMESTAMP",
-        "DLQ_ORIGIN_TOPIC", "DLQ_ORIGIN_MESSAGE_ID", "__CRC32#",
+        "DLQ_ORIGIN_TOPIC", "DLQ_ORIGIN_MESSAGE_ID", "__CRC32#", PROPERTY_PRIORITY,
     }
 )  # fmt: skip
 
@@ -45,7 +47,9 @@ def message_type_of_record(props: dict[str, str]) -> pb.MessageType:
         return pb.TRANSACTION
     if any(k in props for k in ("DELAY", "TIMER_DELIVER_MS", "TIMER_DELAY_SEC")):
         return pb.DELAY
-    return pb.FIFO if "__SHARDINGKEY" in props else pb.NORMAL
+    if "__SHARDINGKEY" in props:
+        return pb.FIFO
+    return pb.PRIORITY if PROPERTY_PRIORITY in props else pb.NORMAL
 
 
 def to_message(record: MessageRecord, props: dict[str, str] | None = None) -> pb.Message:
@@ -72,6 +76,9 @@ def to_message(record: MessageRecord, props: dict[str, str] | None = None) -> pb
         system.delivery_timestamp.FromMilliseconds(int(props["TIMER_DELIVER_MS"]))
     if "__SHARDINGKEY" in props:
         system.message_group = props["__SHARDINGKEY"]
+    priority = message_priority(props)
+    if priority >= 0:
+        system.priority = priority
     if "TRACE_CONTEXT" in props:
         system.trace_context = props["TRACE_CONTEXT"]
     user = {k: v for k, v in props.items() if k not in SYSTEM_PROPERTIES}

@@ -24,6 +24,7 @@ _ACCEPTED_TYPES: dict[str, list[pb.MessageType]] = {
     "FIFO": [pb.FIFO],
     "TRANSACTION": [pb.TRANSACTION],
     "DELAY": [pb.DELAY],
+    "PRIORITY": [pb.PRIORITY],
     "MIXED": [pb.NORMAL, pb.FIFO, pb.DELAY, pb.TRANSACTION],
 }
 

@@ -26,6 +26,7 @@ from broker.grpc.convert import SYSTEM_PROPERTIES
 from broker.grpc.route import check_topic, topic_message_type
 from broker.grpc.transaction import TransactionActivity, TransactionData
 from broker.grpc.validation import timestamp_valid
+from broker.priority import PRIORITY_TYPE, PROPERTY_PRIORITY
 from broker.service.recall import RecallRefused, RecallRequest, RecallService
 from broker.service.send import SendService
 from broker.service.send_values import BatchItem, SendOutcome, SendRequest
@@ -57,6 +58,10 @@ TRACE_CONTEXT = "TRACE_CONTEXT"
 BORN_HOST = "__BORNHOST"
 BORN_TIMESTAMP = "BORN_TIMESTAMP"
 _TIMER_KEYS = (DELAY, TIMER_DELIVER_MS, "TIMER_DELAY_SEC", "TIMER_DELAY_MS")
+NEGATIVE_PRIORITY = (  # what the 5.5.0 Proxy answers for a negative priority
+    "The priority must be greater than or equal to 0. IllegalArgumentException."
+    " org.apache.rocketmq.common.message.Message.setPriority(Message.java:161)"
+)
 DEFAULT_TOPIC_QUEUE_NUMS = 4  # the header's defaultTopicQueueNums (ProducerProcessor)
 _PUT_STATUS: dict[int, pb.Code] = {  # SendMessageActivity.convertToSendMessageResponse
     ResponseCode.SUCCESS: pb.OK,
@@ -89,6 +94,8 @@ def message_properties(message: pb.Message, producer_group: str, remote_addr: st
             props[CHECK_IMMUNITY_TIME_IN_SECONDS] = str(system.orphaned_transaction_recovery_duration.seconds)
     if system.HasField("delivery_timestamp"):
         props[TIMER_DELIVER_MS] = str(system.delivery_timestamp.ToMilliseconds())
+    if system.HasField("priority"):
+        props[PROPERTY_PRIORITY] = str(checked_priority(system.priority))
     props[RECONSUME_TIME] = str(system.delivery_attempt)
     props[PGROUP] = producer_group
     if system.HasField("message_group") and system.message_group:
@@ -113,7 +120,18 @@ def message_type_of(props: dict[str, str]) -> str:
         return "TRANSACTION"
     if any(k in props for k in _TIMER_KEYS):
         return "DELAY"
-    return "FIFO" if SHARDING_KEY in props else "NORMAL"
+    if SHARDING_KEY in props:
+        return "FIFO"
+    return PRIORITY_TYPE if PROPERTY_PRIORITY in props else "NORMAL"
+
+
+def checked_priority(priority: int) -> int:
+    """``Message.setPriority``: a negative priority is refused with its IllegalArgumentException,
+    which the Proxy's ``ResponseBuilder`` answers as an internal error with the exception's
+    message, class and first stack frame (``ExceptionUtils.getErrorDetailMessage``)."""
+    if priority < 0:
+        raise StatusError(pb.INTERNAL_SERVER_ERROR, NEGATIVE_PRIORITY)
+    return priority
 
 
 def consistent_hash(value: int, buckets: int) -> int:
