@@ -125,6 +125,17 @@ def message_type_of(props: dict[str, str]) -> str:
     return PRIORITY_TYPE if PROPERTY_PRIORITY in props else "NORMAL"
 
 
+def type_conflict(expected: str, actual: str) -> StatusError:
+    """``DefaultTopicMessageTypeValidator``'s refusal as the Proxy answers it: the ProxyException
+    reaches ``ResponseBuilder`` wrapped in a ``GrpcProxyException``, whose message is the wrapped
+    exception's ``toString``, class name first (seen on the real 5.5.0 Proxy)."""
+    return StatusError(
+        pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+        "org.apache.rocketmq.proxy.common.ProxyException: TopicMessageType validate failed,"
+        f" the expected type is {expected}, but actual type is {actual}",
+    )
+
+
 def checked_priority(priority: int) -> int:
     """``Message.setPriority``: a negative priority is refused with its IllegalArgumentException,
     which the Proxy's ``ResponseBuilder`` answers as an internal error with the exception's
@@ -199,11 +210,7 @@ class SendActivity:
         if not name.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
             expected, actual = topic_message_type(topic), message_type_of(all_props[0])
             if actual != expected and expected != "MIXED":
-                raise StatusError(
-                    pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
-                    f"TopicMessageType validate failed, the expected type is {expected},"
-                    f" but actual type is {actual}",
-                )
+                raise type_conflict(expected, actual)
         sys_flag = 0
         if first.system_properties.body_encoding == pb.GZIP:
             sys_flag |= MessageSysFlag.COMPRESSED_FLAG
@@ -281,11 +288,7 @@ class SendActivity:
         name = check_topic(request.topic, self.broker.topics)
         expected = topic_message_type(self.broker.topics.select(name))
         if expected not in ("DELAY", "MIXED"):  # DefaultTopicMessageTypeValidator
-            raise StatusError(
-                pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
-                f"TopicMessageType validate failed, the expected type is {expected},"
-                " but actual type is DELAY",
-            )
+            raise type_conflict(expected, "DELAY")
         try:
             RecallHandle.decode(request.recall_handle)  # the Proxy decodes it to find the broker
         except CodecError as err:

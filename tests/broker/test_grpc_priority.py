@@ -84,7 +84,10 @@ async def test_the_message_type_must_match_the_topic_and_a_priority_be_non_negat
         user_property = message(PRIORITY_TOPIC, b"x", "ID0004")
         user_property.user_properties[PROPERTY_PRIORITY] = "1"
         reserved = await in_thread(lambda: send_one(client, user_property))
-    conflict = "TopicMessageType validate failed, the expected type is {}, but actual type is {}"
+    conflict = (
+        "org.apache.rocketmq.proxy.common.ProxyException:"
+        " TopicMessageType validate failed, the expected type is {}, but actual type is {}"
+    )
     assert (plain_priority.status.code, plain_priority.status.message) == (
         pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
         conflict.format("NORMAL", "PRIORITY"),
