@@ -10,7 +10,8 @@ batch, as the Proxy's ``LocalMessageService`` sends them: the first message's pr
 batch-level ones (so, as on the Proxy, the broker appends them to every inner message's: the
 first message's tag, keys and id win), answered with one entry whose id is a new one of the
 batch's. A transactional message's half-message position (queue offset, commit-log offset) comes
-from the outcome, for the EndTransaction that follows.
+from the outcome, for the EndTransaction that follows. A ``priority`` becomes the priority
+property as 5.5.0's Proxy sets it (``broker.priority`` places the message by it).
 RecallMessage (``RecallMessageActivity``) adapts onto the same recall service as RECALL_MESSAGE.
 """
 

@@ -124,3 +124,13 @@ async def test_a_backlog_is_received_highest_priority_first_with_its_priorities(
         assert got.system_properties.HasField("priority")
         assert got.system_properties.priority == PRIORITIES[got.body]
         assert dict(got.user_properties) == {"k": "v"}
+
+
+async def test_a_mixed_topic_takes_a_priority_message_and_places_it(tmp_path: Path) -> None:
+    async with endpoint(tmp_path) as (app, conn, port):
+        app.controller.topics.update(TopicConfig("Mixed", 4, 4, 6, attributes={"message.type": "MIXED"}))
+        client = Client(port)
+        answer = await in_thread(lambda: send_one(client, priority_message("Mixed", b"x", 1, 2)))
+        stored = await pulled(conn, "Mixed", 2)
+    assert answer.status.code == pb.OK
+    assert [decode_properties(r.properties)[PROPERTY_PRIORITY] for r in stored] == ["2"]
