@@ -3,7 +3,8 @@ unmodified), run as its own process by ``compat_tests/test_reference55_health.py
 sends one message per given priority (bodies ``m0``, ``m1``, ...), then a SimpleConsumer receives
 and acknowledges them all.
 
-Prints ``SENT <body> <priority>`` per send, ``RECEIVED <body> <priority>`` in the order received,
+Prints ``SENT <body> <priority>`` per send, ``RECEIVED <body> <priority>`` in the order received
+(each followed by ``TYPE <body> <message type number>``),
 ``RETRY <error>`` (a receive failed, tried again), ``FAILED <error>``, ``DONE``.
 
     python -m compat_tests.grpc_python_priority ENDPOINT TOPIC GROUP PRIORITY...
@@ -50,6 +51,7 @@ def receive_all(configuration: ClientConfiguration, topic: str, group: str, coun
                 continue
             for message in messages:
                 print(f"RECEIVED {message.body.decode()} {message.priority}", flush=True)
+                print(f"TYPE {message.body.decode()} {message.message_type}", flush=True)
                 consumer.ack(message)
                 received += 1
     finally:

@@ -2,7 +2,8 @@
 its NameServer and broker from Maven Central's jars), one start of each for the module.
 
 The Python gRPC client (rocketmq-python-client 5.1.2, unmodified) sends a backlog of mixed
-priorities and a SimpleConsumer receives it in the same order from both; raw SendMessage and
+priorities and a SimpleConsumer receives it in the same order from both, each message with its
+priority and the type PRIORITY; raw SendMessage and
 QueryRoute calls get the same answers from both, refusals included (``docs/priority.md``).
 """
 
@@ -179,4 +180,6 @@ def test_python_client_backlog_comes_back_highest_priority_first(target: Endpoin
     lines = result.stdout.splitlines()
     received = [tuple(line.split()[1:]) for line in lines if line.startswith("RECEIVED")]
     assert received == EXPECTED, result.stdout + result.stderr[-2000:]
+    types = [tuple(line.split()[1:]) for line in lines if line.startswith("TYPE")]
+    assert types == [(body, str(pb.PRIORITY)) for body, _ in EXPECTED], result.stdout
     assert lines[-1] == "DONE", result.stdout
