@@ -154,10 +154,6 @@ class Connection:
         except h2.exceptions.ProtocolError as err:  # StreamClosedError is one
             raise StreamGone from err
 
-    async def send_headers(self, stream_id: int, headers: list[tuple[str, str]], end: bool = False) -> None:
-        self.queue_headers(stream_id, headers, end)
-        await self.flush()
-
     async def send_data(self, stream_id: int, data: bytes, *, flush: bool = True) -> None:
         view = memoryview(data)
         while view:
@@ -349,7 +345,11 @@ class Connection:
             raise StreamGone
         if call.state.send_trailers():  # "Trailers-Only": one HEADERS frame
             trailers = [*RESPONSE_HEADERS, *trailers]
-        await self.send_headers(call.stream_id, trailers, end=True)
+        self.queue_headers(call.stream_id, trailers, end=True)
+        # No longer counted against MAX_CONCURRENT_STREAMS: the client may open the next stream as
+        # soon as it reads the trailers, which can be before this task runs again.
+        self.calls.pop(call.stream_id, None)
+        await self.flush()
         if not call.state.inbound_ended:
             # We are done; the client need not send the rest (grpc-java's servers do the same).
             self._reset(call.stream_id)
