@@ -9,13 +9,16 @@ first; the server's CPU is read from /proc/PID/stat at the driver's ``MARK start
 and the cores other processes kept busy over the window are printed beside it: the machine is
 shared, CPU per message is the figure to compare.
 
+With ``--compare REV`` a second server runs ``git archive`` of REV beside the tree's, and every
+case runs on both in alternation (REV first), so a change is judged under the same load.
+
 With ``--profile DIR`` py-spy records the server over each window (raw collapsed stacks,
 ``DIR/<case>.txt``) and the samples are sorted into the layers of the gRPC send path
 (:func:`layer_of`): socket/Trio, HTTP/2 (h2), HPACK, gRPC framing (gateway/transport/grpc),
 protobuf, activity (broker/grpc), broker/store.
 
     python -m bench.grpc.transport [--cases send1,send16,async] [--duration 8] [--warmup 4]
-                                   [--rounds 1] [--profile DIR] [--json FILE]
+                                   [--rounds 1] [--compare REV] [--profile DIR] [--json FILE]
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import Any
 
 from bench.side_by_side.driver import GRPC_DRIVER, build_driver, run_driver
 from bench.side_by_side.profile import PhaseProfiler, read_stacks
-from bench.side_by_side.servers import Ours, create_topic
+from bench.side_by_side.servers import Ours, create_topic, export_revision
 
 REPO = Path(__file__).resolve().parents[2]
 TOPIC = "BenchGrpcTransport"
@@ -82,8 +85,9 @@ def loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def run_case(ours: Ours, name: str, args: argparse.Namespace) -> dict[str, Any]:
-    profiler = PhaseProfiler(ours.pids()[0], args.profile / f"{name}.txt") if args.profile else None
+def run_case(ours: Ours, label: str, name: str, args: argparse.Namespace) -> dict[str, Any]:
+    out = args.profile / f"{label}-{name}.txt" if args.profile else None
+    profiler = PhaseProfiler(ours.pids()[0], out) if out else None
     load_before = loadavg()
     run = run_driver(
         "send",
@@ -100,9 +104,9 @@ def run_case(ours: Ours, name: str, args: argparse.Namespace) -> dict[str, Any]:
     if profiler:
         profiler.stop()
     metrics = run.metrics()
-    metrics.update(case=name, load_before=load_before, load_after=loadavg())
-    if profiler:
-        metrics["layers"] = layer_shares(args.profile / f"{name}.txt")
+    metrics.update(case=name, source=label, load_before=load_before, load_after=loadavg())
+    if out:
+        metrics["layers"] = layer_shares(out)
     return metrics
 
 
@@ -113,30 +117,38 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=4.0)
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--compare", help="a git revision to run beside the tree, in alternation")
     parser.add_argument("--profile", type=Path)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     build_driver(grpc=True)
     os.environ["RMQ_GATEWAY_PURE"] = "1"
     results = []
-    ours = Ours(REPO)
+    targets = {"tree": Ours(REPO)}
+    if args.compare:
+        targets = {args.compare: Ours(export_revision(args.compare)), **targets}
     try:
-        ours.start()
-        create_topic(ours.broker_addr, ours.namesrv_addr, TOPIC, QUEUES)
+        for ours in targets.values():
+            ours.start()
+            create_topic(ours.broker_addr, ours.namesrv_addr, TOPIC, QUEUES)
         for _ in range(args.rounds):
             for name in args.cases.split(","):
-                m = run_case(ours, name, args)
-                results.append(m)
-                print(
-                    f"{name:7} {m['msgs_per_s']:8.0f} msgs/s  {m['server_cpu_us_per_msg']:6.0f} us/msg  "
-                    f"p50 {m['p50_ms']} ms  failed {m['failed']}  other cores {m['other_cores']:.2f}  "
-                    f"load {m['load_before']} -> {m['load_after']}",
-                    flush=True,
-                )
-                for layer, share in m.get("layers", {}).items():
-                    print(f"          {share:6.1%}  {layer}")
+                for label, ours in targets.items():
+                    m = run_case(ours, label, name, args)
+                    results.append(m)
+                    print(
+                        f"{label[:10]:10} {name:7} {m['msgs_per_s']:8.0f} msgs/s  "
+                        f"{m['server_cpu_us_per_msg']:6.0f} us/msg  "
+                        f"p50 {m['p50_ms']:.1f} ms  failed {m['failed']}  "
+                        f"other cores {m['other_cores']:.2f}  "
+                        f"load {m['load_before']} -> {m['load_after']}",
+                        flush=True,
+                    )
+                    for layer, share in m.get("layers", {}).items():
+                        print(f"          {share:6.1%}  {layer}")
     finally:
-        ours.stop()
+        for ours in targets.values():
+            ours.stop()
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
 
