@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -36,6 +37,7 @@ from bench.side_by_side.profile import PhaseProfiler, read_stacks
 from bench.side_by_side.servers import Ours, create_topic, export_revision
 
 REPO = Path(__file__).resolve().parents[2]
+PROTO_DIR = "gateway/transport/grpc/proto"
 TOPIC = "BenchGrpcTransport"
 QUEUES = 8
 CASES = {  # name: the driver's send options
@@ -110,6 +112,14 @@ def run_case(ours: Ours, label: str, name: str, args: argparse.Namespace) -> dic
     return metrics
 
 
+def exported(rev: str) -> Path:
+    """``rev``'s tree with this tree's generated protobuf modules (gitignored, so not in git)."""
+    out = export_revision(rev)
+    for generated in (REPO / PROTO_DIR).glob("*_pb2.py*"):
+        shutil.copy(generated, out / PROTO_DIR / generated.name)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=",".join(CASES))
@@ -126,7 +136,7 @@ def main() -> None:
     results = []
     targets = {"tree": Ours(REPO)}
     if args.compare:
-        targets = {args.compare: Ours(export_revision(args.compare)), **targets}
+        targets = {args.compare: Ours(exported(args.compare)), **targets}
     try:
         for ours in targets.values():
             ours.start()
