@@ -144,7 +144,13 @@ class Connection:
         self.id = conn_id
         self.h2 = _ServerH2(
             h2.config.H2Configuration(
-                client_side=False, header_encoding="utf-8", validate_inbound_headers=False
+                client_side=False,
+                header_encoding="utf-8",
+                validate_inbound_headers=False,
+                # What goes out is built here: lower-case names, gRPC's fixed response headers
+                # and a percent-encoded grpc-message; grpc-java does not check them either.
+                validate_outbound_headers=False,
+                normalize_outbound_headers=False,
             ),
             self._output_queued,
         )
