@@ -59,6 +59,10 @@ logger = logging.getLogger(__name__)
 refusal_log = LogLimiter(logger)
 
 RECEIVE_SIZE = 65536
+#: NettyServerBuilder's default flowControlWindow, which the Proxy keeps: each stream's window
+#: (SETTINGS_INITIAL_WINDOW_SIZE) and the connection's, raised by a WINDOW_UPDATE at the start.
+FLOW_CONTROL_WINDOW = 1024 * 1024
+DEFAULT_WINDOW = 65535  # RFC 9113 6.9.2: every window's size before SETTINGS or WINDOW_UPDATE
 WRITE_HIGH_WATER = 256 * 1024  # unsent bytes beyond which a streaming sender waits for the socket
 MAX_CONCURRENT_STREAMS = 1000  # advertised; a stream beyond it is refused, the connection kept
 
@@ -234,9 +238,11 @@ class Connection:
             initial_values={
                 h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: MAX_CONCURRENT_STREAMS,
                 h2.settings.SettingCodes.MAX_HEADER_LIST_SIZE: MAX_HEADER_LIST_SIZE,
+                h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: FLOW_CONTROL_WINDOW,
             },
         )
         self.h2.initiate_connection()
+        self.h2.increment_flow_control_window(FLOW_CONTROL_WINDOW - DEFAULT_WINDOW)
         async with trio.open_nursery() as nursery:
             self.nursery = nursery
             nursery.start_soon(self._write_loop)
