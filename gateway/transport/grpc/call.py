@@ -32,7 +32,7 @@ class CallConnection(Protocol):
     config: GrpcServerConfig
     nursery: trio.Nursery
 
-    async def acknowledge(self, stream_id: int, flow_length: int) -> None: ...
+    def acknowledge(self, stream_id: int, flow_length: int) -> None: ...
 
     def queue_headers(self, stream_id: int, headers: list[tuple[str, str]], end: bool = False) -> None: ...
 
@@ -81,15 +81,17 @@ class ServerCall:
                 continue
             data, flow_length = item
             # Acknowledged first: a message the decoder refuses must not shrink the connection window.
-            await self._conn.acknowledge(self.stream_id, flow_length)
+            self._conn.acknowledge(self.stream_id, flow_length)
             self._messages.extend(self._decoder.feed(data))
         return self._messages.popleft()
 
     async def send(self, payload: bytes, *, flush: bool = True) -> None:
-        """Send one response message (the response headers first). Raises StreamGone.
+        """Queue one response message (the response headers first) for the connection's writer.
+        Raises StreamGone.
 
-        ``flush=False`` leaves the bytes for the next write (a unary answer goes out with its
-        trailers, one socket write per call).
+        With ``flush`` (a streaming sender) it waits while the connection has more than
+        ``WRITE_HIGH_WATER`` bytes unsent; ``flush=False`` never waits for the socket (a unary
+        answer, which its trailers follow at once).
         """
         if not self.state.can_send:
             raise StreamGone

@@ -11,7 +11,11 @@ per interval (:class:`~gateway.transport.log_limit.LogLimiter`).
 
 Flow control is HTTP/2's own: inbound DATA is acknowledged as the handler consumes it, so a client
 can get ahead of a slow handler only by the stream window; outbound DATA waits for window.
-One lock serialises writes to the socket; the ``h2`` object is only touched between awaits.
+The ``h2`` object is only touched between awaits, and one writer task per connection owns the
+socket's sending side: whatever ``h2`` queues (a call's answer, a WINDOW_UPDATE, a PING's ACK)
+wakes it, and it sends all that is queued in one write, so the calls that finish in one pass
+of the scheduler share a system call and no call waits for the socket. A sender of bulk data
+waits while more than ``WRITE_HIGH_WATER`` bytes are unsent.
 Imported by :mod:`gateway.transport.grpc.server` when the first connection arrives, so a broker
 no gRPC client talks to does not load ``h2``.
 """
@@ -23,7 +27,6 @@ import logging
 from typing import Protocol
 
 import h2.config
-import h2.connection
 import h2.errors
 import h2.events
 import h2.exceptions
@@ -33,8 +36,8 @@ import trio
 from gateway.transport.grpc.call import Handler, ServerCall, StreamGone, unary
 from gateway.transport.grpc.config import GrpcServerConfig
 from gateway.transport.grpc.framing import encode_grpc_message, parse_timeout
+from gateway.transport.grpc.h2_state import ServerH2
 from gateway.transport.grpc.request import (
-    HEADER_LIST_GOAWAY_SIZE,
     MAX_HEADER_LIST_SIZE,
     RESPONSE_HEADERS,
     HttpRefusal,
@@ -53,6 +56,11 @@ logger = logging.getLogger(__name__)
 refusal_log = LogLimiter(logger)
 
 RECEIVE_SIZE = 65536
+#: NettyServerBuilder's default flowControlWindow, which the Proxy keeps: each stream's window
+#: (SETTINGS_INITIAL_WINDOW_SIZE) and the connection's, raised by a WINDOW_UPDATE at the start.
+FLOW_CONTROL_WINDOW = 1024 * 1024
+DEFAULT_WINDOW = 65535  # RFC 9113 6.9.2: every window's size before SETTINGS or WINDOW_UPDATE
+WRITE_HIGH_WATER = 256 * 1024  # unsent bytes beyond which a streaming sender waits for the socket
 MAX_CONCURRENT_STREAMS = 1000  # advertised; a stream beyond it is refused, the connection kept
 
 
@@ -68,30 +76,6 @@ class GrpcServer(Protocol):
     def methods(self) -> dict[str, Handler]: ...
 
 
-class _ServerH2(h2.connection.H2Connection):
-    """``h2``'s connection with two of its limits moved up to :class:`Connection`.
-
-    ``h2`` ends the whole connection for a stream beyond MAX_CONCURRENT_STREAMS; Netty refuses
-    that stream alone (REFUSED_STREAM), which the connection does on seeing the request, so the
-    count here never stops one. Its HPACK limit is set to the size past which Netty ends the
-    connection; the advertised MAX_HEADER_LIST_SIZE is answered with HTTP 431 by the connection.
-    """
-
-    def __init__(self, config: h2.config.H2Configuration) -> None:
-        super().__init__(config)
-        self.decoder.max_header_list_size = HEADER_LIST_GOAWAY_SIZE
-
-    @property
-    def open_inbound_streams(self) -> int:
-        super().open_inbound_streams  # noqa: B018 - its accessor forgets the closed streams
-        return 0
-
-    def _local_settings_acked(self) -> dict[h2.settings.SettingCodes | int, h2.settings.ChangedSetting]:
-        changes = super()._local_settings_acked()
-        self.decoder.max_header_list_size = HEADER_LIST_GOAWAY_SIZE
-        return changes
-
-
 class Connection:
     """One HTTP/2 connection: the reader loop and the calls it started."""
 
@@ -101,44 +85,66 @@ class Connection:
         self.stream = stream
         self.peer = peer
         self.id = conn_id
-        self.h2 = _ServerH2(
+        self.h2 = ServerH2(
             h2.config.H2Configuration(
-                client_side=False, header_encoding="utf-8", validate_inbound_headers=False
-            )
+                client_side=False,
+                header_encoding="utf-8",
+                validate_inbound_headers=False,
+                # What goes out is built here: lower-case names, gRPC's fixed response headers
+                # and a percent-encoded grpc-message; grpc-java does not check them either.
+                validate_outbound_headers=False,
+                normalize_outbound_headers=False,
+            ),
+            self._output_queued,
         )
         self.calls: dict[int, ServerCall] = {}
-        self._send_lock = trio.Lock()
         self._window_changed = trio.Event()
+        self._output = trio.Event()  # set when h2 has queued bytes for the writer
+        self._written = trio.Event()  # set (and replaced) after each write
+        self._writing = False
         self._closed = False
         self.nursery: trio.Nursery  # the calls' tasks; set when run() starts
 
-    async def flush(self) -> None:
-        async with self._send_lock:
+    def _output_queued(self) -> None:
+        self._output.set()
+
+    async def _write_loop(self) -> None:
+        """The only sender on the socket: all that ``h2`` has queued, in one write each time."""
+        while True:
+            await self._output.wait()
+            self._output = trio.Event()
             data = self.h2.data_to_send()
             if data:
+                self._writing = True
                 try:
                     await self.stream.send_all(data)
-                except (trio.BrokenResourceError, trio.ClosedResourceError) as err:
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
                     self._closed = True
-                    raise StreamGone from err
+                    self.nursery.cancel_scope.cancel()
+                    return
+                finally:
+                    self._writing = False
+            self._written.set()
+            self._written = trio.Event()
 
-    async def acknowledge(self, stream_id: int, flow_length: int) -> None:
+    async def drain(self, limit: int = 0) -> None:
+        """Wait until at most ``limit`` bytes are unsent (with 0, until the writer is idle).
+        Raises StreamGone when the connection closes meanwhile."""
+        while self.h2.pending_output > limit or (not limit and self._writing):
+            if self._closed:
+                raise StreamGone
+            await self._written.wait()
+
+    def acknowledge(self, stream_id: int, flow_length: int) -> None:
         if flow_length and not self._closed:
-            try:
+            with contextlib.suppress(h2.exceptions.StreamClosedError):
                 self.h2.acknowledge_received_data(flow_length, stream_id)
-            except h2.exceptions.StreamClosedError:
-                return
-            await self.flush()
 
     def queue_headers(self, stream_id: int, headers: list[tuple[str, str]], end: bool = False) -> None:
         try:
             self.h2.send_headers(stream_id, headers, end_stream=end)
         except h2.exceptions.ProtocolError as err:  # StreamClosedError is one
             raise StreamGone from err
-
-    async def send_headers(self, stream_id: int, headers: list[tuple[str, str]], end: bool = False) -> None:
-        self.queue_headers(stream_id, headers, end)
-        await self.flush()
 
     async def send_data(self, stream_id: int, data: bytes, *, flush: bool = True) -> None:
         view = memoryview(data)
@@ -158,8 +164,8 @@ class Connection:
             except h2.exceptions.ProtocolError as err:
                 raise StreamGone from err
             view = view[size:]
-            if view or flush:
-                await self.flush()
+            if flush and self.h2.pending_output > WRITE_HIGH_WATER:
+                await self.drain(WRITE_HIGH_WATER)
 
     def _wake_senders(self) -> None:
         self._window_changed.set()
@@ -171,13 +177,15 @@ class Connection:
             initial_values={
                 h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: MAX_CONCURRENT_STREAMS,
                 h2.settings.SettingCodes.MAX_HEADER_LIST_SIZE: MAX_HEADER_LIST_SIZE,
+                h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: FLOW_CONTROL_WINDOW,
             },
         )
         self.h2.initiate_connection()
+        self.h2.increment_flow_control_window(FLOW_CONTROL_WINDOW - DEFAULT_WINDOW)
         async with trio.open_nursery() as nursery:
             self.nursery = nursery
+            nursery.start_soon(self._write_loop)
             try:
-                await self.flush()
                 while not self._closed:
                     try:
                         data = await self.stream.receive_some(RECEIVE_SIZE)
@@ -192,7 +200,7 @@ class Connection:
                             ("protocol", type(err)),
                             "grpc conn %d %s: HTTP/2 protocol error, closing: %s", self.id, self.peer, err,
                         )  # fmt: skip
-                        await self.flush()
+                        await self.drain()
                         break
                     except UnicodeDecodeError as err:
                         # h2 decodes header blocks as UTF-8 (header_encoding): gRPC metadata that
@@ -202,11 +210,10 @@ class Connection:
                         )
                         with contextlib.suppress(h2.exceptions.ProtocolError):
                             self.h2.close_connection(h2.errors.ErrorCodes.PROTOCOL_ERROR)
-                        await self.flush()
+                        await self.drain()
                         break
                     for event in events:
                         self._on_event(event, nursery)
-                    await self.flush()
             except StreamGone:
                 pass
             finally:
@@ -214,6 +221,7 @@ class Connection:
                 for call in self.calls.values():
                     call.state.stream_reset()
                 self._wake_senders()
+                self._written.set()  # a drain() waiting for the writer ends with StreamGone
                 nursery.cancel_scope.cancel()
 
     def _on_event(self, event: h2.events.Event, nursery: trio.Nursery) -> None:
@@ -293,8 +301,7 @@ class Connection:
             if unread and not self._closed:
                 # Only the connection window matters now: the stream is closed.
                 self.h2.acknowledge_received_data(unread, call.stream_id)
-                with contextlib.suppress(StreamGone):
-                    await self.flush()
+            self.h2.forget(call.stream_id)
 
     async def _handle(self, call: ServerCall) -> tuple[StatusCode, str]:
         handler = self.server.methods.get(call.path)
@@ -330,11 +337,13 @@ class Connection:
             raise StreamGone
         if call.state.send_trailers():  # "Trailers-Only": one HEADERS frame
             trailers = [*RESPONSE_HEADERS, *trailers]
-        await self.send_headers(call.stream_id, trailers, end=True)
+        self.queue_headers(call.stream_id, trailers, end=True)
+        # No longer counted against MAX_CONCURRENT_STREAMS: the client may open the next stream as
+        # soon as it reads the trailers, which can be before this task runs again.
+        self.calls.pop(call.stream_id, None)
         if not call.state.inbound_ended:
             # We are done; the client need not send the rest (grpc-java's servers do the same).
             self._reset(call.stream_id)
-            await self.flush()
 
     async def _reject(self, call: ServerCall, refused: HttpRefusal) -> None:
         """NettyServerHandler.respondWithHttpError: the HTTP status with the gRPC status, the
@@ -348,7 +357,6 @@ class Connection:
             self.h2.end_stream(call.stream_id)
         if not call.state.inbound_ended:
             self._reset(call.stream_id)
-        await self.flush()
 
     def _reset(self, stream_id: int, code: h2.errors.ErrorCodes = h2.errors.ErrorCodes.NO_ERROR) -> None:
         with contextlib.suppress(h2.exceptions.ProtocolError):  # the client closed its side meanwhile
@@ -358,4 +366,4 @@ class Connection:
         if not self._closed:
             self.h2.close_connection()
             with contextlib.suppress(StreamGone):
-                await self.flush()
+                await self.drain()

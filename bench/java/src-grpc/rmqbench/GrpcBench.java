@@ -10,6 +10,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.rocketmq.client.apis.ClientConfiguration;
@@ -28,12 +29,14 @@ import org.apache.rocketmq.client.apis.producer.Producer;
  *
  * <pre>
  *   send    --endpoint HOST:PORT --topic T [--threads 16] [--size 1024] [--duration S] [--warmup S]
+ *           [--inflight N]
  *   receive --endpoint HOST:PORT --topic T --group G --count N [--threads 4] [--batch 32]
  *           [--duration S] [--warmup S] [--idle-timeout S]
  * </pre>
  *
  * <p>send: N threads share one Producer and send 1 KiB NORMAL messages synchronously, after one
- * unmeasured priming send (route query, telemetry settings, connection). receive: one
+ * unmeasured priming send (route query, telemetry settings, connection); with {@code --inflight N}
+ * one thread keeps N sendAsync calls in flight instead (a semaphore of N permits). receive: one
  * SimpleConsumer, N threads each calling receive(batch, 30 s invisible) and acknowledging every
  * message (ackAsync, joined before the next receive); the warm-up starts at the first message, and
  * the measured phase ends after the duration or when N messages were acknowledged, whichever comes
@@ -143,7 +146,31 @@ public final class GrpcBench {
         }
         AtomicBoolean stop = new AtomicBoolean();
         List<Thread> workers = new ArrayList<>();
-        for (int i = 0; i < threads; i++) {
+        int inflight = intOption(opts, "inflight", 0);
+        if (inflight > 0) {
+            threads = 1;
+            Semaphore permits = new Semaphore(inflight);
+            workers.add(new Thread(() -> {
+                while (!stop.get()) {
+                    try {
+                        permits.acquire();
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                    long t0 = System.nanoTime();
+                    producer.sendAsync(message).whenComplete((receipt, e) -> {
+                        if (e == null) {
+                            stats.success(1, Math.max(1, (System.nanoTime() - t0) / 1000));
+                        } else {
+                            stats.failure(1);
+                            warn(warnings, e);
+                        }
+                        permits.release();
+                    });
+                }
+            }, "send-async"));
+        }
+        for (int i = 0; i < threads && inflight == 0; i++) {
             workers.add(new Thread(() -> {
                 while (!stop.get()) {
                     long t0 = System.nanoTime();
@@ -172,7 +199,7 @@ public final class GrpcBench {
             t.join(REQUEST_TIMEOUT.toMillis() + 2000);
         }
         emit("RESULT " + stats.resultJson((end - start) / 1e9, String.format(Locale.ROOT,
-            ",\"mode\":\"grpc-send\",\"threads\":%d,\"size\":%d", threads, size)));
+            ",\"mode\":\"grpc-send\",\"threads\":%d,\"inflight\":%d,\"size\":%d", threads, inflight, size)));
         producer.close();
     }
 
