@@ -42,7 +42,10 @@ LONGEST_FIRST = (
     "test_admin_compat.py",
     "test_tags_pull_batch_compat.py",
     "test_grpc_go_compat.py",
+    "test_compat_tool.py",
     "test_grpc_compat.py",
+    "test_grpc_priority55_compat.py",
+    "test_rocketmq55_compat.py",
     "test_grpc_renew_compat.py",
     "test_container_compat.py",
     "test_spark_bench_smoke.py",
@@ -58,6 +61,10 @@ LONGEST_FIRST = (
     "test_kill9.py",
     "test_pop_kill9.py",
     "test_flood_compat.py",
+    "test_namespace_compat.py",
+    "test_ha_compat.py",
+    "test_ha_processes.py",
+    "test_reference55_health.py",
 )
 
 
