@@ -1,0 +1,100 @@
+"""gRPC fault rules against unmodified RocketMQ 5 gRPC clients: what each one's retry policy makes
+of a SendMessage answered TOO_MANY_REQUESTS (the Proxy's answer for a busy broker, with the
+broker's flow-control remark).
+
+* rocketmq-client-java 5.0.8 (``ProducerImpl.send0``): a producer makes ``maxAttempts`` tries (3
+  unless ``ProducerBuilder.setMaxAttempts`` says otherwise); a ``TooManyRequestsException`` is
+  retried after the delay of its ``ExponentialBackoffRetryPolicy`` (the backoff the endpoint's
+  settings give), any other failure at once; after the last try the send fails with that
+  exception. So two busy answers leave the third try to succeed, and an always-busy endpoint is
+  seen as ``TooManyRequestsException`` after exactly three tries.
+* rocketmq-python-client 5.1.2 (``Producer.__check_send_retry_condition``): a
+  ``TooManyRequestsException`` ends the retries at once, so one busy answer fails the send.
+
+One JVM run per Java case, against an in-process gateway whose fault table the test sets.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from compat_tests.grpc_targets import REPO, RUN_TIMEOUT_S, GrpcTarget, create_topic, produce
+from gateway.testing.inprocess import InProcessGateway
+from gateway.transport.faults import BUSY_REMARK
+
+pytestmark = pytest.mark.compat
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessGateway]:
+    with InProcessGateway(tmp_path_factory.mktemp("grpc-faults-store")) as gw:
+        yield gw
+
+
+@pytest.fixture
+def target(gateway: InProcessGateway, tmp_path: Path) -> Iterator[GrpcTarget]:
+    yield GrpcTarget("ours", gateway.grpc_endpoint, gateway.broker_addr, gateway.namesrv_addr, tmp_path)
+    gateway.faults.clear()
+
+
+def _fired(gateway: InProcessGateway, fault_id: int) -> int:
+    found = gateway.faults.get(fault_id)
+    assert found is not None
+    return int(found["fired"])
+
+
+def test_java_producer_retries_two_busy_answers_then_sends(
+    gateway: InProcessGateway, target: GrpcTarget
+) -> None:
+    topic = "GrpcBusyTwice"
+    create_topic(target, topic)
+    fault = gateway.faults.add(request="SendMessage", topic=topic, respond="TOO_MANY_REQUESTS", times=2)
+    lines = produce(target, tls=False, topic=topic, count=1)
+    assert lines[0] == "STARTED", lines
+    assert [line.split()[:2] for line in lines if line.startswith(("SENT", "FAILED"))] == [["SENT", "0"]]
+    assert _fired(gateway, fault) == 2
+    stored = gateway.stored_messages(topic, wait_for=1)
+    assert [m["msgId"] for m in stored] == [lines[1].split()[2]]
+
+
+def test_java_producer_gives_up_on_an_always_busy_endpoint(
+    gateway: InProcessGateway, target: GrpcTarget
+) -> None:
+    topic = "GrpcBusyAlways"
+    create_topic(target, topic)
+    fault = gateway.faults.add(request="SendMessage", topic=topic, respond=42900)
+    lines = produce(target, tls=False, topic=topic, count=1)
+    failed = [line for line in lines if line.startswith("FAILED")]
+    assert len(failed) == 1, lines
+    assert failed[0].startswith("FAILED 0 TooManyRequestsException "), failed
+    assert BUSY_REMARK in failed[0]
+    assert _fired(gateway, fault) == 3
+    assert gateway.stored_messages(topic) == []
+
+
+def test_python_producer_does_not_retry_a_busy_answer(gateway: InProcessGateway, target: GrpcTarget) -> None:
+    topic = "GrpcBusyPython"
+    create_topic(target, topic)
+    fault = gateway.faults.add(request="SendMessage", topic=topic, respond="TOO_MANY_REQUESTS", times=1)
+    result = subprocess.run(
+        [sys.executable, "-m", "compat_tests.grpc_python_producer", target.grpc_addr, topic, "2"],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+        cwd=REPO,
+        env={**os.environ, "HOME": str(target.home)},
+    )
+    lines = [line for line in result.stdout.splitlines() if line.split(" ", 1)[0].isupper()]
+    assert lines[:1] == ["STARTED"], result.stdout + result.stderr[-3000:]
+    outcomes = [line for line in lines if line.startswith(("SENT", "FAILED"))]
+    assert [line.split()[:3] for line in outcomes[:1]] == [["FAILED", "0", "TooManyRequestsException"]]
+    assert [line.split()[:2] for line in outcomes[1:]] == [["SENT", "1"]]
+    assert _fired(gateway, fault) == 1
+    assert len(gateway.stored_messages(topic, wait_for=1)) == 1
