@@ -152,7 +152,7 @@ class Gateway:
                 grpc_addr = loopback_if_wildcard(self.grpc.addresses[0])
             control_addr = None
             if self.control_config is not None and self.faults is not None:
-                api = ControlApi(self.faults, self._store, self.reset, self._controller)
+                api = ControlApi(self.faults, self._store, self.reset, self._controller, self.disk_full)
                 self.control = await ControlServer.bind(api, self.control_config)
                 control_addr = loopback_if_wildcard(await nursery.start(self.control.run))
             task_status.started(Endpoints(namesrv_addr, broker_addr, grpc_addr, control_addr))
@@ -203,7 +203,22 @@ class Gateway:
                     self.namesrv.routes.delete_topic(topic)
         if self.faults is not None:
             removed["faults"] = self.faults.clear()
+        if self.broker is not None and self.disk_full(False):
+            removed["diskFull"] = 1
         return removed
+
+    def disk_full(self, on: bool | None = None) -> bool:
+        """Whether the broker refuses writes as on a full disk (``SERVICE_NOT_AVAILABLE`` with the
+        broker's "disk is full" remark, INTERNAL_SERVER_ERROR over gRPC, as the Proxy relays it);
+        ``on`` sets it first. Returns the state before; False without a broker."""
+        if self.broker is None:
+            return False
+        store = self.broker.controller.store
+        before = store.disk_full_injected
+        if on is not None and on != before:
+            store.disk_full_injected = on
+            logger.info("disk full %s (injected)", "on" if on else "off")
+        return before
 
     def _controller(self) -> BrokerController | None:
         """The running broker's state, for the control endpoint (None: no broker here)."""

@@ -15,6 +15,10 @@ JSON value out. :mod:`gateway.control.server` speaks HTTP around it.
 ``GET /groups/{group}/dlq?limit=N``        200: the group's dead letters
 ``POST /reset``                            200: what went (topics, groups, queues, offsets,
                                            faults): the gateway emptied for the next test
+``GET /broker/disk-full``                  200 ``{"diskFull": false}``: writes refused?
+``POST /broker/disk-full``                 200 ``{"diskFull": true}``: refuse writes as a full
+                                           disk does (SERVICE_NOT_AVAILABLE, broker's remark)
+``DELETE /broker/disk-full``               200 ``{"diskFull": false}``: accept writes again
 =========================================  ==================================================
 
 Errors are ``{"error": "..."}`` with a 4xx status: 400 for a body that is not a JSON object or
@@ -59,11 +63,14 @@ class ControlApi:
         store_of: Callable[[], MessageReader | None],
         reset: Callable[[], dict[str, int]] | None = None,
         controller_of: Callable[[], BrokerController | None] | None = None,
+        disk_full: Callable[[bool | None], bool] | None = None,
     ) -> None:
         """``reset``: empties the gateway (:meth:`gateway.launcher.Gateway.reset`);
         ``controller_of``: the running broker's state, for the group routes. None: those routes
-        answer 404."""
+        answer 404. ``disk_full``: sets (True, False) or reads (None) the injected full disk,
+        returning the state before (:meth:`gateway.launcher.Gateway.disk_full`)."""
         self.faults = faults
+        self.disk_full = disk_full
         self.store_of = store_of
         self.reset = reset
         self.controller_of = controller_of or (lambda: None)
@@ -87,6 +94,8 @@ class ControlApi:
             if self.reset is None:
                 return _error(404, "no broker in this process")
             return Reply(200, self.reset())
+        if parts == ["broker", "disk-full"]:
+            return self._disk_full(method)
         if len(parts) == 2 and parts[0] == "faults":
             return self._fault(method, parts[1])
         if len(parts) == 3 and parts[0] == "topics" and parts[2] == "messages":
@@ -113,6 +122,15 @@ class ControlApi:
         except FaultRuleError as err:
             return _error(400, str(err))
         return Reply(201, self.faults.get(fault_id))
+
+    def _disk_full(self, method: str) -> Reply:
+        if self.disk_full is None:
+            return _error(404, "no broker in this process")
+        if method not in ("GET", "POST", "DELETE"):
+            return _not_allowed(method, "GET, POST, DELETE")
+        on = {"GET": None, "POST": True, "DELETE": False}[method]
+        before = self.disk_full(on)
+        return Reply(200, {"diskFull": before if on is None else on})
 
     def _fault(self, method: str, text: str) -> Reply:
         if not text.isdigit():

@@ -158,6 +158,11 @@ class ControlClient:
         """Empty the gateway (``POST /reset``); returns what went, by kind."""
         return dict(self._call("POST", "/reset"))
 
+    def disk_full(self, on: bool = True) -> bool:
+        """``POST`` / ``DELETE /broker/disk-full``: refuse writes as on a full disk, or stop; the
+        state now."""
+        return bool(self._call("POST" if on else "DELETE", "/broker/disk-full")["diskFull"])
+
     def health(self) -> bool:
         return self.request("GET", "/health")[0] == 200
 

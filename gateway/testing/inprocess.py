@@ -255,6 +255,15 @@ class InProcessGateway:
             raise RuntimeError("gateway not started")
         return trio.from_thread.run_sync(gateway.reset, trio_token=token)
 
+    def disk_full(self, on: bool = True) -> None:
+        """Make the broker refuse writes as on a full disk (``on``), or accept them again, in the
+        servers' thread (:meth:`gateway.launcher.Gateway.disk_full`); :meth:`reset` turns it off.
+        Raises ``RuntimeError`` when the gateway is not running."""
+        gateway, token = self._gateway, self._token
+        if gateway is None or token is None:
+            raise RuntimeError("gateway not started")
+        trio.from_thread.run_sync(gateway.disk_full, on, trio_token=token)
+
     def start(self, timeout: float = READY_TIMEOUT_S) -> Self:
         """Start the servers and return once both accept connections and the broker registered
         (a :mod:`gateway.testing.probe` round trip, as a client would see it).

@@ -25,6 +25,11 @@ A rule whose ``request`` names a unary gRPC method (``"SendMessage"``, or its fu
 (``TOO_MANY_REQUESTS`` with the busy remark, as the Proxy relays a busy broker), ``close`` ends
 the call with gRPC UNAVAILABLE, ``drop`` never answers.
 
+A ``request`` of ``"*"`` matches every request of the rule's target: ``{"request": "*", "drop":
+true}`` pauses a broker (connections accepted, nothing answered, as a stopped process or a long
+GC pause looks to a client), and removing the rule resumes it; the requests it held stay
+unanswered (their callers have timed out by then).
+
 It fires ``times`` times (then stays listed, inactive), for ``duration_ms`` from when it was
 added, and each time with ``probability`` (drawn from one RNG, seeded by the table's ``seed`` for
 reproducible runs). Every firing is logged at INFO. The table is changed from other threads (a
@@ -61,6 +66,9 @@ TARGETS = ("broker", "namesrv", "grpc")
 BUSY_REMARK = (
     "[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 0ms, size of queue: 0"
 )
+#: A rule's ``request`` that matches every request of its server (``drop`` with it pauses the
+#: server: it accepts connections and requests and answers none).
+ANY = "*"
 _ACTIONS = ("respond", "close", "drop")
 _KEYS = frozenset(
     {"request", "target", "topic", "group", "respond", "remark", "delay_ms", "close", "drop"}
@@ -151,18 +159,24 @@ class FaultRule:
             )
         try:
             method = grpc_method_of(spec["request"])
-            grpc_respond = grpc_code_of(spec.get("respond")) if method else None
+            if spec["request"] == ANY:
+                method = ANY
+            target = spec.get("target", "grpc" if method not in (None, ANY) else "broker")
+            if target not in TARGETS:
+                raise FaultRuleError(f"target: {target!r} is not one of {', '.join(TARGETS)}")
+            if method != ANY and (method is not None) != (target == "grpc"):
+                raise FaultRuleError(
+                    f"request: {spec['request']!r} with target {target!r}: gRPC methods "
+                    f"({', '.join(GRPC_METHODS)}) go with target grpc, RequestCodes with broker or namesrv"
+                )
+            if target == "grpc":
+                respond = grpc_code_of(spec.get("respond"))
+            else:
+                respond = _number(spec, "respond", minimum=0)
+        except FaultRuleError:
+            raise
         except FaultSpecError as err:
             raise FaultRuleError(str(err)) from None
-        target = spec.get("target", "grpc" if method else "broker")
-        if target not in TARGETS:
-            raise FaultRuleError(f"target: {target!r} is not one of {', '.join(TARGETS)}")
-        if (method is not None) != (target == "grpc"):
-            raise FaultRuleError(
-                f"request: {spec['request']!r} with target {target!r}: gRPC methods "
-                f"({', '.join(GRPC_METHODS)}) go with target grpc, RequestCodes with broker or namesrv"
-            )
-        respond = grpc_respond if method else _number(spec, "respond", minimum=0)
         close, drop = _flag(spec, "close"), _flag(spec, "drop")
         delay_ms = _number(spec, "delay_ms", minimum=0) or 0
         chosen = [name for name, on in zip(_ACTIONS, (respond is not None, close, drop), strict=True) if on]
@@ -212,7 +226,7 @@ class FaultRule:
     def matches(self, code: int | str, header: object) -> bool:
         """Whether a request of ``code`` (a gRPC method's path for target grpc) with this decoded
         header (None: none) is one of ours."""
-        if code != self.request:
+        if code != self.request and self.request != ANY:
             return False
         if self.topic is not None and getattr(header, "topic", None) != self.topic:
             return False

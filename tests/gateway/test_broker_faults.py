@@ -1,0 +1,90 @@
+"""Broker-level faults on a running gateway: a paused broker (every request accepted, none
+answered) and its resumption; a full disk (writes refused with the broker's SERVICE_NOT_AVAILABLE
+and its remark, over remoting and over gRPC as the Proxy relays it), set in process and over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import grpc
+import pytest
+import trio
+
+from codec.codes import RequestCode, ResponseCode
+from codec.command import RemotingCommand
+from gateway.control.client import ControlClient
+from gateway.testing.inprocess import InProcessGateway
+from gateway.transport.client import connect
+from gateway.transport.connection import PeerTimeoutError
+from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
+from tests.broker.helpers import send_request
+from tests.broker.test_grpc_service import message
+
+DISK_FULL = "service not available now. It may be caused by one of the following reasons: "
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessGateway]:
+    with InProcessGateway(tmp_path_factory.mktemp("store"), control_port=0) as gw:
+        yield gw
+
+
+@pytest.fixture(autouse=True)
+def _clean(gateway: InProcessGateway) -> Iterator[None]:
+    yield
+    gateway.faults.clear()
+    gateway.disk_full(False)
+
+
+def _grpc_send(gateway: InProcessGateway, topic: str) -> pb.SendMessageResponse:
+    with grpc.insecure_channel(gateway.grpc_endpoint) as channel:
+        rpc = channel.unary_unary(
+            "/apache.rocketmq.v2.MessagingService/SendMessage",
+            request_serializer=lambda m: m.SerializeToString(),
+            response_deserializer=pb.SendMessageResponse.FromString,
+        )
+        request = pb.SendMessageRequest(messages=[message(topic, b"g", "01DF")])
+        return rpc(request, metadata=[("x-mq-client-id", "c1")], timeout=10)  # type: ignore[no-any-return]
+
+
+async def test_a_paused_broker_answers_nothing_until_resumed(gateway: InProcessGateway) -> None:
+    pause = gateway.faults.add(request="*", drop=True)
+    assert gateway.faults.list()[0]["request"] == "*"
+    async with connect(gateway.broker_addr) as conn:
+        with pytest.raises(PeerTimeoutError):
+            await conn.invoke(send_request("PauseT", b"x"), 0.5)
+        heartbeat = RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO, {})
+        with pytest.raises(PeerTimeoutError):
+            await conn.invoke(heartbeat, 0.5)
+        async with connect(gateway.namesrv_addr) as namesrv:
+            route = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"})
+            assert (await namesrv.invoke(route, 5)).code == ResponseCode.SUCCESS
+        assert gateway.faults.remove(pause)
+        answer = await conn.invoke(send_request("PauseT", b"x"), 10)
+    assert answer.code == ResponseCode.SUCCESS
+
+
+async def test_disk_full_refuses_sends_as_the_broker_does(gateway: InProcessGateway) -> None:
+    await trio.to_thread.run_sync(lambda: gateway.declare(topics=["DiskT"]))
+    control = ControlClient(gateway.control_addr)
+    assert await trio.to_thread.run_sync(control.disk_full) is True
+    async with connect(gateway.broker_addr) as conn:
+        refused = await conn.invoke(send_request("DiskT", b"x"), 10)
+        status = (await trio.to_thread.run_sync(lambda: _grpc_send(gateway, "DiskT"))).status
+        assert await trio.to_thread.run_sync(lambda: control.disk_full(False)) is False
+        accepted = await conn.invoke(send_request("DiskT", b"x"), 10)
+    assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE
+    assert (refused.remark or "").startswith(DISK_FULL + "the broker's disk is full [")
+    assert status.code == pb.INTERNAL_SERVER_ERROR
+    assert status.message == refused.remark
+    assert accepted.code == ResponseCode.SUCCESS
+
+
+async def test_reset_turns_a_full_disk_off(gateway: InProcessGateway) -> None:
+    await trio.to_thread.run_sync(gateway.disk_full)
+    removed = await trio.to_thread.run_sync(gateway.reset)
+    assert removed["diskFull"] == 1
+    async with connect(gateway.broker_addr) as conn:
+        await trio.to_thread.run_sync(lambda: gateway.declare(topics=["DiskT2"]))
+        answer = await conn.invoke(send_request("DiskT2", b"x"), 10)
+    assert answer.code == ResponseCode.SUCCESS
