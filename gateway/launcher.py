@@ -152,7 +152,14 @@ class Gateway:
                 grpc_addr = loopback_if_wildcard(self.grpc.addresses[0])
             control_addr = None
             if self.control_config is not None and self.faults is not None:
-                api = ControlApi(self.faults, self._store, self.reset, self._controller, self.disk_full)
+                api = ControlApi(
+                    self.faults,
+                    self._store,
+                    self.reset,
+                    self._controller,
+                    self.disk_full,
+                    self.withhold_route,
+                )
                 self.control = await ControlServer.bind(api, self.control_config)
                 control_addr = loopback_if_wildcard(await nursery.start(self.control.run))
             task_status.started(Endpoints(namesrv_addr, broker_addr, grpc_addr, control_addr))
@@ -205,7 +212,25 @@ class Gateway:
             removed["faults"] = self.faults.clear()
         if self.broker is not None and self.disk_full(False):
             removed["diskFull"] = 1
+        if self.namesrv is not None and self.namesrv.routes.withheld:
+            removed["withheldRoutes"] = len(self.namesrv.routes.withheld)
+            self.namesrv.routes.withheld.clear()
         return removed
+
+    def withhold_route(self, broker_name: str, on: bool | None = None) -> list[str]:
+        """Take the broker named ``broker_name`` out of the NameServer's topic routes and cluster
+        info (``on``), or put it back (``on=False``); it stays registered, so re-registrations do
+        not bring it back. Returns the broker names withheld now; [] without a NameServer."""
+        if self.namesrv is None:
+            return []
+        withheld = self.namesrv.routes.withheld
+        if on is True and broker_name not in withheld:
+            withheld.add(broker_name)
+            logger.info("broker %s taken out of the routes (injected)", broker_name)
+        elif on is False and broker_name in withheld:
+            withheld.discard(broker_name)
+            logger.info("broker %s put back into the routes", broker_name)
+        return sorted(withheld)
 
     def disk_full(self, on: bool | None = None) -> bool:
         """Whether the broker refuses writes as on a full disk (``SERVICE_NOT_AVAILABLE`` with the

@@ -19,6 +19,9 @@ JSON value out. :mod:`gateway.control.server` speaks HTTP around it.
 ``POST /broker/disk-full``                 200 ``{"diskFull": true}``: refuse writes as a full
                                            disk does (SERVICE_NOT_AVAILABLE, broker's remark)
 ``DELETE /broker/disk-full``               200 ``{"diskFull": false}``: accept writes again
+``GET /routes/brokers``                    200 ``{"withheld": [...]}``: brokers out of the routes
+``DELETE /routes/brokers/{name}``          200: take the broker out of the NameServer's routes
+``POST /routes/brokers/{name}``            200: put it back
 =========================================  ==================================================
 
 Errors are ``{"error": "..."}`` with a 4xx status: 400 for a body that is not a JSON object or
@@ -64,13 +67,17 @@ class ControlApi:
         reset: Callable[[], dict[str, int]] | None = None,
         controller_of: Callable[[], BrokerController | None] | None = None,
         disk_full: Callable[[bool | None], bool] | None = None,
+        withhold_route: Callable[[str, bool | None], list[str]] | None = None,
     ) -> None:
         """``reset``: empties the gateway (:meth:`gateway.launcher.Gateway.reset`);
         ``controller_of``: the running broker's state, for the group routes. None: those routes
         answer 404. ``disk_full``: sets (True, False) or reads (None) the injected full disk,
-        returning the state before (:meth:`gateway.launcher.Gateway.disk_full`)."""
+        returning the state before (:meth:`gateway.launcher.Gateway.disk_full`).
+        ``withhold_route``: takes a broker out of the NameServer's routes or puts it back
+        (:meth:`gateway.launcher.Gateway.withhold_route`)."""
         self.faults = faults
         self.disk_full = disk_full
+        self.withhold_route = withhold_route
         self.store_of = store_of
         self.reset = reset
         self.controller_of = controller_of or (lambda: None)
@@ -96,6 +103,8 @@ class ControlApi:
             return Reply(200, self.reset())
         if parts == ["broker", "disk-full"]:
             return self._disk_full(method)
+        if parts[:2] == ["routes", "brokers"] and len(parts) <= 3:
+            return self._routes(method, parts[2] if len(parts) == 3 else None)
         if len(parts) == 2 and parts[0] == "faults":
             return self._fault(method, parts[1])
         if len(parts) == 3 and parts[0] == "topics" and parts[2] == "messages":
@@ -131,6 +140,17 @@ class ControlApi:
         on = {"GET": None, "POST": True, "DELETE": False}[method]
         before = self.disk_full(on)
         return Reply(200, {"diskFull": before if on is None else on})
+
+    def _routes(self, method: str, broker_name: str | None) -> Reply:
+        if self.withhold_route is None:
+            return _error(404, "no NameServer in this process")
+        if broker_name is None:
+            if method != "GET":
+                return _not_allowed(method, "GET")
+            return Reply(200, {"withheld": self.withhold_route("", None)})
+        if method not in ("POST", "DELETE"):
+            return _not_allowed(method, "POST, DELETE")
+        return Reply(200, {"withheld": self.withhold_route(broker_name, method == "DELETE")})
 
     def _fault(self, method: str, text: str) -> Reply:
         if not text.isdigit():

@@ -163,6 +163,12 @@ class ControlClient:
         state now."""
         return bool(self._call("POST" if on else "DELETE", "/broker/disk-full")["diskFull"])
 
+    def withhold_route(self, broker_name: str, on: bool = True) -> list[str]:
+        """``DELETE`` / ``POST /routes/brokers/{name}``: take a broker out of the NameServer's
+        routes, or put it back; the names withheld now."""
+        answer = self._call("DELETE" if on else "POST", f"/routes/brokers/{quote(broker_name, safe='')}")
+        return [str(name) for name in answer["withheld"]]
+
     def health(self) -> bool:
         return self.request("GET", "/health")[0] == 200
 

@@ -264,6 +264,15 @@ class InProcessGateway:
             raise RuntimeError("gateway not started")
         trio.from_thread.run_sync(gateway.disk_full, on, trio_token=token)
 
+    def withhold_route(self, broker_name: str, on: bool = True) -> list[str]:
+        """Take the broker ``broker_name`` out of the NameServer's routes (``on``), or put it back;
+        the names withheld now (:meth:`gateway.launcher.Gateway.withhold_route`); :meth:`reset`
+        puts every one back. Raises ``RuntimeError`` when the gateway is not running."""
+        gateway, token = self._gateway, self._token
+        if gateway is None or token is None:
+            raise RuntimeError("gateway not started")
+        return trio.from_thread.run_sync(gateway.withhold_route, broker_name, on, trio_token=token)
+
     def start(self, timeout: float = READY_TIMEOUT_S) -> Self:
         """Start the servers and return once both accept connections and the broker registered
         (a :mod:`gateway.testing.probe` round trip, as a client would see it).

@@ -20,6 +20,7 @@ from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 from tests.broker.helpers import send_request
 from tests.broker.test_grpc_service import message
 
+BROKER = "broker-a"  # the standalone gateway's broker name (BrokerConfig.broker_name)
 DISK_FULL = "service not available now. It may be caused by one of the following reasons: "
 
 
@@ -80,11 +81,33 @@ async def test_disk_full_refuses_sends_as_the_broker_does(gateway: InProcessGate
     assert accepted.code == ResponseCode.SUCCESS
 
 
-async def test_reset_turns_a_full_disk_off(gateway: InProcessGateway) -> None:
+async def test_reset_turns_a_full_disk_off_and_puts_routes_back(gateway: InProcessGateway) -> None:
     await trio.to_thread.run_sync(gateway.disk_full)
+    await trio.to_thread.run_sync(lambda: gateway.withhold_route(BROKER))
     removed = await trio.to_thread.run_sync(gateway.reset)
-    assert removed["diskFull"] == 1
+    assert (removed["diskFull"], removed["withheldRoutes"]) == (1, 1)
     async with connect(gateway.broker_addr) as conn:
         await trio.to_thread.run_sync(lambda: gateway.declare(topics=["DiskT2"]))
         answer = await conn.invoke(send_request("DiskT2", b"x"), 10)
     assert answer.code == ResponseCode.SUCCESS
+
+
+async def _route_code(gateway: InProcessGateway, topic: str) -> int:
+    async with connect(gateway.namesrv_addr) as namesrv:
+        route = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+        return (await namesrv.invoke(route, 5)).code
+
+
+async def test_a_broker_taken_out_of_the_routes_and_put_back(gateway: InProcessGateway) -> None:
+    await trio.to_thread.run_sync(lambda: gateway.declare(topics=["RouteT"]))
+    control = ControlClient(gateway.control_addr)
+    assert await _route_code(gateway, "RouteT") == ResponseCode.SUCCESS
+    withheld = await trio.to_thread.run_sync(lambda: control.withhold_route(BROKER))
+    assert withheld == [BROKER]
+    assert await _route_code(gateway, "RouteT") == ResponseCode.TOPIC_NOT_EXIST
+    async with connect(gateway.namesrv_addr) as namesrv:
+        info = await namesrv.invoke(RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO, {}), 5)
+    assert BROKER.encode() not in (info.body or b"")
+    back = await trio.to_thread.run_sync(lambda: control.withhold_route(BROKER, on=False))
+    assert back == []
+    assert await _route_code(gateway, "RouteT") == ResponseCode.SUCCESS
