@@ -159,6 +159,7 @@ class Gateway:
                     self._controller,
                     self.disk_full,
                     self.withhold_route,
+                    self.rewind,
                 )
                 self.control = await ControlServer.bind(api, self.control_config)
                 control_addr = loopback_if_wildcard(await nursery.start(self.control.run))
@@ -216,6 +217,17 @@ class Gateway:
             removed["withheldRoutes"] = len(self.namesrv.routes.withheld)
             self.namesrv.routes.withheld.clear()
         return removed
+
+    def rewind(self, group: str, topic: str, count: int = 1) -> dict[int, int]:
+        """Deliver ``group``'s last ``count`` messages of each queue of ``topic`` again
+        (:func:`broker.rewind.rewind`); the new offsets. Raises ``broker.rewind.RewindError``
+        without a broker, for an unknown topic or a group without offsets there."""
+        from broker.rewind import RewindError, rewind
+
+        if self.broker is None:
+            raise RewindError("no broker in this process")
+        broker = self.broker.broker
+        return rewind(broker.controller, broker.services.consume.state, group, topic, count)
 
     def withhold_route(self, broker_name: str, on: bool | None = None) -> list[str]:
         """Take the broker named ``broker_name`` out of the NameServer's topic routes and cluster

@@ -19,6 +19,10 @@ JSON value out. :mod:`gateway.control.server` speaks HTTP around it.
 ``POST /broker/disk-full``                 200 ``{"diskFull": true}``: refuse writes as a full
                                            disk does (SERVICE_NOT_AVAILABLE, broker's remark)
 ``DELETE /broker/disk-full``               200 ``{"diskFull": false}``: accept writes again
+``POST /groups/{group}/rewind?topic=T&count=N``
+                                           200 ``{"offsets": {queue: offset}}``: deliver the
+                                           group's last N messages a queue again (404: no such
+                                           topic or no offset of the group on it)
 ``GET /routes/brokers``                    200 ``{"withheld": [...]}``: brokers out of the routes
 ``DELETE /routes/brokers/{name}``          200: take the broker out of the NameServer's routes
 ``POST /routes/brokers/{name}``            200: put it back
@@ -68,16 +72,19 @@ class ControlApi:
         controller_of: Callable[[], BrokerController | None] | None = None,
         disk_full: Callable[[bool | None], bool] | None = None,
         withhold_route: Callable[[str, bool | None], list[str]] | None = None,
+        rewind: Callable[[str, str, int], dict[int, int]] | None = None,
     ) -> None:
         """``reset``: empties the gateway (:meth:`gateway.launcher.Gateway.reset`);
         ``controller_of``: the running broker's state, for the group routes. None: those routes
         answer 404. ``disk_full``: sets (True, False) or reads (None) the injected full disk,
         returning the state before (:meth:`gateway.launcher.Gateway.disk_full`).
         ``withhold_route``: takes a broker out of the NameServer's routes or puts it back
-        (:meth:`gateway.launcher.Gateway.withhold_route`)."""
+        (:meth:`gateway.launcher.Gateway.withhold_route`). ``rewind``: delivers a group's messages
+        again (:func:`broker.rewind.rewind`)."""
         self.faults = faults
         self.disk_full = disk_full
         self.withhold_route = withhold_route
+        self.rewind = rewind
         self.store_of = store_of
         self.reset = reset
         self.controller_of = controller_of or (lambda: None)
@@ -91,6 +98,8 @@ class ControlApi:
             return Reply(200, {"status": "ok"}) if method in ("GET", "HEAD") else _not_allowed(method, "GET")
         if parts == ["faults"]:
             return self._faults(method, body)
+        if len(parts) == 3 and parts[0] == "groups" and parts[2] == "rewind":
+            return self._rewind(method, parts[1], query)
         if len(parts) == 3 and parts[0] == "groups" and parts[2] in ("offsets", "retry", "dlq"):
             if method != "GET":
                 return _not_allowed(method, "GET")
@@ -140,6 +149,25 @@ class ControlApi:
         on = {"GET": None, "POST": True, "DELETE": False}[method]
         before = self.disk_full(on)
         return Reply(200, {"diskFull": before if on is None else on})
+
+    def _rewind(self, method: str, group: str, query: dict[str, list[str]]) -> Reply:
+        from broker.rewind import RewindError
+
+        if method != "POST":
+            return _not_allowed(method, "POST")
+        if self.rewind is None:
+            return _error(404, "no broker in this process")
+        topic = query.get("topic", [""])[-1]
+        count = query.get("count", ["1"])[-1]
+        if not topic:
+            return _error(400, "topic: missing (?topic=T)")
+        if not count.isdigit() or int(count) < 1:
+            return _error(400, f"count: {count!r} is not a number of at least 1")
+        try:
+            offsets = self.rewind(group, topic, int(count))
+        except RewindError as err:
+            return _error(404, str(err))
+        return Reply(200, {"offsets": {str(q): o for q, o in offsets.items()}})
 
     def _routes(self, method: str, broker_name: str | None) -> Reply:
         if self.withhold_route is None:

@@ -163,6 +163,12 @@ class ControlClient:
         state now."""
         return bool(self._call("POST" if on else "DELETE", "/broker/disk-full")["diskFull"])
 
+    def rewind(self, group: str, topic: str, count: int = 1) -> dict[int, int]:
+        """``POST /groups/{group}/rewind``: deliver the group's last ``count`` messages of each
+        queue of ``topic`` again; the new offset of each queue."""
+        path = f"/groups/{quote(group, safe='')}/rewind?topic={quote(topic, safe='')}&count={count}"
+        return {int(q): int(o) for q, o in self._call("POST", path)["offsets"].items()}
+
     def withhold_route(self, broker_name: str, on: bool = True) -> list[str]:
         """``DELETE`` / ``POST /routes/brokers/{name}``: take a broker out of the NameServer's
         routes, or put it back; the names withheld now."""

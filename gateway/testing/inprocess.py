@@ -264,6 +264,16 @@ class InProcessGateway:
             raise RuntimeError("gateway not started")
         trio.from_thread.run_sync(gateway.disk_full, on, trio_token=token)
 
+    def rewind(self, group: str, topic: str, count: int = 1) -> dict[int, int]:
+        """Deliver ``group``'s last ``count`` messages of each queue of ``topic`` again: its next
+        pull, pop or receive returns them with their msgId (:func:`broker.rewind.rewind`); the new
+        offset of each queue. Raises ``broker.rewind.RewindError`` for an unknown topic or a group
+        without offsets there, ``RuntimeError`` when the gateway is not running."""
+        gateway, token = self._gateway, self._token
+        if gateway is None or token is None:
+            raise RuntimeError("gateway not started")
+        return trio.from_thread.run_sync(gateway.rewind, group, topic, count, trio_token=token)
+
     def withhold_route(self, broker_name: str, on: bool = True) -> list[str]:
         """Take the broker ``broker_name`` out of the NameServer's routes (``on``), or put it back;
         the names withheld now (:meth:`gateway.launcher.Gateway.withhold_route`); :meth:`reset`

@@ -12,6 +12,8 @@ import trio
 
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
+from codec.message import MessageRecord
+from codec.properties import decode_properties
 from gateway.control.client import ControlClient
 from gateway.testing.inprocess import InProcessGateway
 from gateway.transport.client import connect
@@ -19,6 +21,7 @@ from gateway.transport.connection import PeerTimeoutError
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 from tests.broker.helpers import send_request
 from tests.broker.test_grpc_service import message
+from tests.broker.test_pop import GROUP, ack_request, pop_until
 
 BROKER = "broker-a"  # the standalone gateway's broker name (BrokerConfig.broker_name)
 DISK_FULL = "service not available now. It may be caused by one of the following reasons: "
@@ -111,3 +114,35 @@ async def test_a_broker_taken_out_of_the_routes_and_put_back(gateway: InProcessG
     back = await trio.to_thread.run_sync(lambda: control.withhold_route(BROKER, on=False))
     assert back == []
     assert await _route_code(gateway, "RouteT") == ResponseCode.SUCCESS
+
+
+def _msg_ids(popped: list[tuple[MessageRecord, str]]) -> list[str]:
+    return [decode_properties(record.properties)["UNIQ_KEY"] for record, _ in popped]
+
+
+async def test_rewind_pops_the_last_messages_again_with_their_msg_id(gateway: InProcessGateway) -> None:
+    topic = "RewindT"
+    await trio.to_thread.run_sync(lambda: gateway.declare(topics=[topic]))
+    async with connect(gateway.broker_addr) as conn:
+        for i in range(3):
+            sent = await conn.invoke(send_request(topic, b"m%d" % i, {"UNIQ_KEY": f"U{i}"}, queue_id=0), 5)
+            assert sent.code == ResponseCode.SUCCESS
+        first = await pop_until(conn, topic, 60_000, 10)
+        for _, handle in first.messages:
+            assert (await conn.invoke(ack_request(topic, handle), 5)).code == ResponseCode.SUCCESS
+        control = ControlClient(gateway.control_addr)
+        offsets = await trio.to_thread.run_sync(lambda: control.rewind(GROUP, topic, 2))
+        again = await pop_until(conn, topic, 60_000, 10)
+        acks = [(await conn.invoke(ack_request(topic, h), 5)).code for _, h in again.messages]
+    assert sorted(_msg_ids(first.messages)) == ["U0", "U1", "U2"]
+    assert offsets[0] == 1  # 3 popped, back by 2; the empty queues stay at 0
+    assert set(offsets.values()) - {1} <= {0}
+    assert sorted(_msg_ids(again.messages)) == ["U1", "U2"]
+    assert acks == [ResponseCode.SUCCESS] * 2
+
+
+def test_rewind_of_an_unknown_topic_or_group_is_a_404(gateway: InProcessGateway) -> None:
+    control = ControlClient(gateway.control_addr)
+    assert control.request("POST", "/groups/nobody/rewind?topic=NoSuchTopic")[0] == 404
+    assert control.request("POST", "/groups/nobody/rewind?topic=TBW102&count=2")[0] == 404
+    assert control.request("POST", "/groups/g/rewind?topic=TBW102&count=0")[0] == 400
