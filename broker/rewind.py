@@ -3,7 +3,8 @@ or receive returns them once more (a test tool, reached from the control endpoin
 
 For each queue of the topic the group has an offset on, the committed offset goes back ``count``
 messages (not below the queue's first); the POP service forgets the offset after its newest
-popped batch there, so the next POP (and gRPC ReceiveMessage) starts at the rewound offset; and
+popped batch there, so the next POP (and gRPC ReceiveMessage) starts at the rewound offset, and
+wakes the POPs waiting there (long polling) to read it; and
 every live remoting consumer of the group is sent RESET_CONSUMER_CLIENT_OFFSET with the new
 offsets, as ``mqadmin resetOffsetByTime`` makes the broker do (``ClientOpsProcessor``), so a
 push consumer drops what it holds and pulls from there. The messages come again with their
@@ -15,8 +16,8 @@ from __future__ import annotations
 import logging
 
 from broker.controller import BrokerController
-from broker.pop.state import PopState
 from broker.processors.client_ops import push_reset, reset_offset_body
+from broker.service.consume import ConsumeService
 from codec.extra_info import polling_key
 
 logger = logging.getLogger(__name__)
@@ -27,7 +28,7 @@ class RewindError(LookupError):
 
 
 def rewind(
-    controller: BrokerController, pop_state: PopState | None, group: str, topic: str, count: int
+    controller: BrokerController, consume: ConsumeService | None, group: str, topic: str, count: int
 ) -> dict[int, int]:
     """Rewind ``group`` on ``topic`` by ``count`` messages per queue; the new offset of each queue
     (only queues the group has an offset on). Raises :class:`RewindError` for an unknown topic or
@@ -46,8 +47,9 @@ def rewind(
         offset = max(store.get_min_offset_in_queue(topic, queue_id), committed - count, 0)
         offsets[queue_id] = offset
         controller.offsets.commit(group, topic, queue_id, offset)
-        if pop_state is not None:
-            pop_state.clear_latest_offset(polling_key(topic, group, queue_id))
+        if consume is not None:
+            consume.state.clear_latest_offset(polling_key(topic, group, queue_id))
+            consume.polling.wake(topic, group, queue_id)
     if not offsets:
         raise RewindError(f"group {group!r} has no offset on topic {topic!r}")
     push_reset(controller, topic, group, -1, reset_offset_body(topic, controller.config.broker_name, offsets))

@@ -17,8 +17,11 @@ One JVM run per Java case, against an in-process gateway whose fault table the t
 from __future__ import annotations
 
 import os
+import queue
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -98,3 +101,78 @@ def test_python_producer_does_not_retry_a_busy_answer(gateway: InProcessGateway,
     assert [line.split()[:2] for line in outcomes[1:]] == [["SENT", "1"]]
     assert _fired(gateway, fault) == 1
     assert len(gateway.stored_messages(topic, wait_for=1)) == 1
+
+
+def _python_producer(target: GrpcTarget, topic: str, count: int) -> list[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "compat_tests.grpc_python_producer", target.grpc_addr, topic, str(count)],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+        cwd=REPO,
+        env={**os.environ, "HOME": str(target.home)},
+    )
+    lines = [line for line in result.stdout.splitlines() if line.split(" ", 1)[0].isupper()]
+    assert lines[:1] == ["STARTED"], result.stdout + result.stderr[-3000:]
+    return lines
+
+
+def test_python_producer_on_a_full_disk_gets_the_brokers_error(
+    gateway: InProcessGateway, target: GrpcTarget
+) -> None:
+    topic = "GrpcDiskFull"
+    create_topic(target, topic)
+    gateway.disk_full(True)
+    try:
+        lines = _python_producer(target, topic, 1)
+    finally:
+        gateway.disk_full(False)
+    failed = [line for line in lines if line.startswith("FAILED")]
+    assert len(failed) == 1, lines
+    assert "service not available now" in failed[0]
+    assert "the broker's disk is full" in failed[0]
+    assert gateway.stored_messages(topic) == []
+
+
+def test_python_push_consumer_sees_redelivered_messages_with_their_msg_id(
+    gateway: InProcessGateway, target: GrpcTarget
+) -> None:
+    topic, group = "GrpcRewind", "GrpcRewindGroup"
+    create_topic(target, topic)
+    command = [sys.executable, "-m", "compat_tests.grpc_python_msgid_consumer", target.grpc_addr]
+    consumer = subprocess.Popen(
+        [*command, topic, group, "6", "90"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "HOME": str(target.home)},
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    stdout = consumer.stdout
+    assert stdout is not None
+    reader = threading.Thread(target=lambda: [lines.put(line.strip()) for line in stdout], daemon=True)
+    reader.start()
+    try:
+        assert _next_line(lines, 30) == "STARTED"
+        sent = [line.split()[2] for line in _python_producer(target, topic, 3) if line.startswith("SENT")]
+        assert len(sent) == 3
+        first = [_next_line(lines, 60) for _ in range(3)]
+        offsets = gateway.rewind(group, topic, 3)
+        rest = [_next_line(lines, 60) for _ in range(4)]
+    finally:
+        consumer.wait(timeout=RUN_TIMEOUT_S)
+    assert sum(offsets.values()) == 0  # every queue back to its first message
+    assert sorted(line.split()[1] for line in first) == sorted(sent)
+    assert rest[-1] == "DONE", rest
+    assert sorted(line.split()[1] for line in rest[:-1] + first) == sorted(sent * 2)
+
+
+def _next_line(lines: queue.Queue[str], timeout_s: float) -> str:
+    """The consumer's next outcome line, within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        if line.split(" ", 1)[0].isupper():
+            return line

@@ -227,7 +227,7 @@ class Gateway:
         if self.broker is None:
             raise RewindError("no broker in this process")
         broker = self.broker.broker
-        return rewind(broker.controller, broker.services.consume.state, group, topic, count)
+        return rewind(broker.controller, broker.services.consume, group, topic, count)
 
     def withhold_route(self, broker_name: str, on: bool | None = None) -> list[str]:
         """Take the broker named ``broker_name`` out of the NameServer's topic routes and cluster
