@@ -155,12 +155,12 @@ def test_python_push_consumer_sees_redelivered_messages_with_their_msg_id(
     reader = threading.Thread(target=lambda: [lines.put(line.strip()) for line in stdout], daemon=True)
     reader.start()
     try:
-        assert _next_line(lines, 30) == "STARTED"
+        assert _next_line(lines, 30, "start") == "STARTED"
         sent = [line.split()[2] for line in _python_producer(target, topic, 3) if line.startswith("SENT")]
         assert len(sent) == 3
-        first = [_next_line(lines, 60) for _ in range(3)]
+        first = [_next_line(lines, 60, f"first delivery {i}") for i in range(3)]
         offsets = gateway.rewind(group, topic, 3)
-        rest = [_next_line(lines, 60) for _ in range(4)]
+        rest = [_next_line(lines, 60, f"delivery {i} after the rewind") for i in range(4)]
     finally:
         consumer.wait(timeout=RUN_TIMEOUT_S)
     assert sum(offsets.values()) == 0  # every queue back to its first message
@@ -169,10 +169,13 @@ def test_python_push_consumer_sees_redelivered_messages_with_their_msg_id(
     assert sorted(line.split()[1] for line in rest[:-1] + first) == sorted(sent * 2)
 
 
-def _next_line(lines: queue.Queue[str], timeout_s: float) -> str:
-    """The consumer's next outcome line, within ``timeout_s``."""
+def _next_line(lines: queue.Queue[str], timeout_s: float, what: str) -> str:
+    """The consumer's next outcome line, within ``timeout_s``; fails naming ``what`` was awaited."""
     deadline = time.monotonic() + timeout_s
     while True:
-        line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise AssertionError(f"the consumer printed nothing for {timeout_s:g} s: {what}") from None
         if line.split(" ", 1)[0].isupper():
             return line
