@@ -37,6 +37,7 @@ from broker.controller import BrokerController, store_config_of
 from broker.ha.roles import apply_broker_role
 from codec.config_fields import camel_case, snake_case
 from gateway.control.api import ControlApi
+from gateway.control.broker_faults import BrokerFaults
 from gateway.control.server import ControlConfig, ControlServer
 from gateway.resources import Resources, apply_resources
 from gateway.transport.address import join_address, loopback_if_wildcard, split_address
@@ -115,6 +116,8 @@ class Gateway:
         self.broker_spec = broker
         self.namesrv: NamesrvApp | None = None
         self.broker: BrokerApp | None = None
+        #: Full disk, route removal, redelivery (:mod:`gateway.control.broker_faults`).
+        self.broker_faults = BrokerFaults(lambda: self.broker, lambda: self.namesrv)
         self.grpc: GrpcServer | None = None  # the gRPC server when on
         self.tls = tls or TlsSystemConfig()
         self.faults = faults if faults is not None or control is None else FaultTable(trio.sleep)
@@ -157,9 +160,9 @@ class Gateway:
                     self._store,
                     self.reset,
                     self._controller,
-                    self.disk_full,
-                    self.withhold_route,
-                    self.rewind,
+                    self.broker_faults.disk_full,
+                    self.broker_faults.withhold_route,
+                    self.broker_faults.rewind,
                 )
                 self.control = await ControlServer.bind(api, self.control_config)
                 control_addr = loopback_if_wildcard(await nursery.start(self.control.run))
@@ -211,51 +214,8 @@ class Gateway:
                     self.namesrv.routes.delete_topic(topic)
         if self.faults is not None:
             removed["faults"] = self.faults.clear()
-        if self.broker is not None and self.disk_full(False):
-            removed["diskFull"] = 1
-        if self.namesrv is not None and self.namesrv.routes.withheld:
-            removed["withheldRoutes"] = len(self.namesrv.routes.withheld)
-            self.namesrv.routes.withheld.clear()
+        removed.update(self.broker_faults.clear())
         return removed
-
-    def rewind(self, group: str, topic: str, count: int = 1) -> dict[int, int]:
-        """Deliver ``group``'s last ``count`` messages of each queue of ``topic`` again
-        (:func:`broker.rewind.rewind`); the new offsets. Raises ``broker.rewind.RewindError``
-        without a broker, for an unknown topic or a group without offsets there."""
-        from broker.rewind import RewindError, rewind
-
-        if self.broker is None:
-            raise RewindError("no broker in this process")
-        broker = self.broker.broker
-        return rewind(broker.controller, broker.services.consume, group, topic, count)
-
-    def withhold_route(self, broker_name: str, on: bool | None = None) -> list[str]:
-        """Take the broker named ``broker_name`` out of the NameServer's topic routes and cluster
-        info (``on``), or put it back (``on=False``); it stays registered, so re-registrations do
-        not bring it back. Returns the broker names withheld now; [] without a NameServer."""
-        if self.namesrv is None:
-            return []
-        withheld = self.namesrv.routes.withheld
-        if on is True and broker_name not in withheld:
-            withheld.add(broker_name)
-            logger.info("broker %s taken out of the routes (injected)", broker_name)
-        elif on is False and broker_name in withheld:
-            withheld.discard(broker_name)
-            logger.info("broker %s put back into the routes", broker_name)
-        return sorted(withheld)
-
-    def disk_full(self, on: bool | None = None) -> bool:
-        """Whether the broker refuses writes as on a full disk (``SERVICE_NOT_AVAILABLE`` with the
-        broker's "disk is full" remark, INTERNAL_SERVER_ERROR over gRPC, as the Proxy relays it);
-        ``on`` sets it first. Returns the state before; False without a broker."""
-        if self.broker is None:
-            return False
-        store = self.broker.controller.store
-        before = store.disk_full_injected
-        if on is not None and on != before:
-            store.disk_full_injected = on
-            logger.info("disk full %s (injected)", "on" if on else "off")
-        return before
 
     def _controller(self) -> BrokerController | None:
         """The running broker's state, for the control endpoint (None: no broker here)."""

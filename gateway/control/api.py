@@ -77,9 +77,9 @@ class ControlApi:
         """``reset``: empties the gateway (:meth:`gateway.launcher.Gateway.reset`);
         ``controller_of``: the running broker's state, for the group routes. None: those routes
         answer 404. ``disk_full``: sets (True, False) or reads (None) the injected full disk,
-        returning the state before (:meth:`gateway.launcher.Gateway.disk_full`).
+        returning the state before (:mod:`gateway.control.broker_faults`).
         ``withhold_route``: takes a broker out of the NameServer's routes or puts it back
-        (:meth:`gateway.launcher.Gateway.withhold_route`). ``rewind``: delivers a group's messages
+        (:mod:`gateway.control.broker_faults`). ``rewind``: delivers a group's messages
         again (:func:`broker.rewind.rewind`)."""
         self.faults = faults
         self.disk_full = disk_full

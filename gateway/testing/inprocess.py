@@ -257,12 +257,12 @@ class InProcessGateway:
 
     def disk_full(self, on: bool = True) -> None:
         """Make the broker refuse writes as on a full disk (``on``), or accept them again, in the
-        servers' thread (:meth:`gateway.launcher.Gateway.disk_full`); :meth:`reset` turns it off.
+        servers' thread (:mod:`gateway.control.broker_faults`); :meth:`reset` turns it off.
         Raises ``RuntimeError`` when the gateway is not running."""
         gateway, token = self._gateway, self._token
         if gateway is None or token is None:
             raise RuntimeError("gateway not started")
-        trio.from_thread.run_sync(gateway.disk_full, on, trio_token=token)
+        trio.from_thread.run_sync(gateway.broker_faults.disk_full, on, trio_token=token)
 
     def rewind(self, group: str, topic: str, count: int = 1) -> dict[int, int]:
         """Deliver ``group``'s last ``count`` messages of each queue of ``topic`` again: its next
@@ -272,16 +272,18 @@ class InProcessGateway:
         gateway, token = self._gateway, self._token
         if gateway is None or token is None:
             raise RuntimeError("gateway not started")
-        return trio.from_thread.run_sync(gateway.rewind, group, topic, count, trio_token=token)
+        return trio.from_thread.run_sync(gateway.broker_faults.rewind, group, topic, count, trio_token=token)
 
     def withhold_route(self, broker_name: str, on: bool = True) -> list[str]:
         """Take the broker ``broker_name`` out of the NameServer's routes (``on``), or put it back;
-        the names withheld now (:meth:`gateway.launcher.Gateway.withhold_route`); :meth:`reset`
+        the names withheld now (:mod:`gateway.control.broker_faults`); :meth:`reset`
         puts every one back. Raises ``RuntimeError`` when the gateway is not running."""
         gateway, token = self._gateway, self._token
         if gateway is None or token is None:
             raise RuntimeError("gateway not started")
-        return trio.from_thread.run_sync(gateway.withhold_route, broker_name, on, trio_token=token)
+        return trio.from_thread.run_sync(
+            gateway.broker_faults.withhold_route, broker_name, on, trio_token=token
+        )
 
     def start(self, timeout: float = READY_TIMEOUT_S) -> Self:
         """Start the servers and return once both accept connections and the broker registered
