@@ -472,7 +472,13 @@ class BrokerApp:
 
         broker = self.broker
         service = MessagingService(
-            broker.controller, port, broker.services, broker.auth.checks, config, broker.server.ids
+            broker.controller,
+            port,
+            broker.services,
+            broker.auth.checks,
+            config,
+            broker.server.ids,
+            self.faults.table.point("grpc") if self.faults is not None else None,
         )
         if service.consumer is not None:
             start_soon(service.consumer.renewer.run)

@@ -21,12 +21,13 @@ One JVM run per case, against an in-process gateway whose fault rules the test s
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from compat_tests.scenario import of, run_scenario
+from compat_tests.scenario import ScenarioProcess, of, run_scenario, start_scenario
 from gateway.testing.inprocess import InProcessGateway
 from gateway.transport.faults import BUSY_REMARK
 
@@ -161,3 +162,38 @@ def test_a_request_never_answered_times_out_and_ends_the_send(gateway: InProcess
     assert timeout.startswith(
         "org.apache.rocketmq.remoting.exception.RemotingTimeoutException: wait response on the channel "
     )
+
+
+def test_push_consumer_gets_every_message_again_after_a_rewind(gateway: InProcessGateway, home: Path) -> None:
+    """Deliver again (``InProcessGateway.rewind``) with the 5.3.3 ``DefaultMQPushConsumer``: the
+    broker's RESET_CONSUMER_CLIENT_OFFSET makes it pull the rewound messages once more, each with
+    its msgId (and the same stored message: the scenario's ``seen`` counts 2)."""
+    topic, group = "RewindRemoting", "rewind_remoting"
+    produced = run_scenario(
+        LINE, "produce", gateway.namesrv_addr, home, STEP_S, topic=topic, count=3, group=f"pg_{topic}"
+    )
+    sent = sorted(event["msgId"] for event in of(produced, "sent"))
+    assert len(sent) == 3
+    consumer = start_scenario(
+        LINE, "consume", gateway.namesrv_addr, home, STEP_S, topic=topic, group=group, expect=4
+    )
+    try:
+        _received(consumer, 3)
+        gateway.group_offsets(group, topic, max_lag=0, timeout_s=STEP_S)
+        gateway.rewind(group, topic, 3)
+        received = _received(consumer, 6)
+    finally:
+        consumer.stop()
+    assert sorted(event["msgId"] for event in received) == sorted(sent * 2)
+    assert sorted(event["seen"] for event in received) == [1, 1, 1, 2, 2, 2]
+
+
+def _received(consumer: ScenarioProcess, count: int) -> list[dict[str, object]]:
+    """The consumer's first ``count`` deliveries, once it has had them (within STEP_S)."""
+    deadline = time.monotonic() + STEP_S
+    while len(received := of(consumer.events(), "received")) < count:
+        assert time.monotonic() < deadline, (
+            f"{len(received)} of {count} deliveries: {consumer.stderr[-2000:]}"
+        )
+        time.sleep(0.1)
+    return received[:count]

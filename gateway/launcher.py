@@ -37,6 +37,7 @@ from broker.controller import BrokerController, store_config_of
 from broker.ha.roles import apply_broker_role
 from codec.config_fields import camel_case, snake_case
 from gateway.control.api import ControlApi
+from gateway.control.broker_faults import BrokerFaults
 from gateway.control.server import ControlConfig, ControlServer
 from gateway.resources import Resources, apply_resources
 from gateway.transport.address import join_address, loopback_if_wildcard, split_address
@@ -115,6 +116,8 @@ class Gateway:
         self.broker_spec = broker
         self.namesrv: NamesrvApp | None = None
         self.broker: BrokerApp | None = None
+        #: Full disk, route removal, redelivery (:mod:`gateway.control.broker_faults`).
+        self.broker_faults = BrokerFaults(lambda: self.broker, lambda: self.namesrv)
         self.grpc: GrpcServer | None = None  # the gRPC server when on
         self.tls = tls or TlsSystemConfig()
         self.faults = faults if faults is not None or control is None else FaultTable(trio.sleep)
@@ -152,7 +155,15 @@ class Gateway:
                 grpc_addr = loopback_if_wildcard(self.grpc.addresses[0])
             control_addr = None
             if self.control_config is not None and self.faults is not None:
-                api = ControlApi(self.faults, self._store, self.reset, self._controller)
+                api = ControlApi(
+                    self.faults,
+                    self._store,
+                    self.reset,
+                    self._controller,
+                    self.broker_faults.disk_full,
+                    self.broker_faults.withhold_route,
+                    self.broker_faults.rewind,
+                )
                 self.control = await ControlServer.bind(api, self.control_config)
                 control_addr = loopback_if_wildcard(await nursery.start(self.control.run))
             task_status.started(Endpoints(namesrv_addr, broker_addr, grpc_addr, control_addr))
@@ -203,6 +214,7 @@ class Gateway:
                     self.namesrv.routes.delete_topic(topic)
         if self.faults is not None:
             removed["faults"] = self.faults.clear()
+        removed.update(self.broker_faults.clear())
         return removed
 
     def _controller(self) -> BrokerController | None:

@@ -34,6 +34,9 @@ class RouteInfo:
     brokers: dict[str, BrokerData] = field(default_factory=dict)
     clusters: dict[str, set[str]] = field(default_factory=dict)
     live: dict[str, LiveBroker] = field(default_factory=dict)  # by broker address
+    #: Broker names taken out of the routes by a test tool: still registered and kept alive, left
+    #: out of topic routes and cluster info as if they had not registered.
+    withheld: set[str] = field(default_factory=set)
 
     def register_broker(
         self,
@@ -122,12 +125,14 @@ class RouteInfo:
         queues = self.topic_queues.get(topic)
         if not queues:
             return None
-        brokers = [self.brokers[name] for name in queues if name in self.brokers]
+        brokers = [
+            self.brokers[name] for name in queues if name in self.brokers and name not in self.withheld
+        ]
         if not brokers:
             return None
         return TopicRouteData(
             broker_datas=[BrokerData(b.cluster, b.broker_name, dict(b.broker_addrs)) for b in brokers],
-            queue_datas=list(queues.values()),
+            queue_datas=[q for name, q in queues.items() if name not in self.withheld],
         )
 
     def touch(self, broker_addr: str, now_ms: int) -> bool:
@@ -145,9 +150,10 @@ class RouteInfo:
                 self.topic_queues.setdefault(topic, {})[queue.broker_name] = queue
 
     def cluster_info(self) -> ClusterInfo:
+        withheld = self.withheld
         return ClusterInfo(
-            broker_addr_table=dict(self.brokers),
-            cluster_addr_table={c: sorted(names) for c, names in self.clusters.items()},
+            broker_addr_table={n: b for n, b in self.brokers.items() if n not in withheld},
+            cluster_addr_table={c: sorted(names - withheld) for c, names in self.clusters.items()},
         )
 
     def topics(self, cluster: str | None = None) -> list[str]:

@@ -105,6 +105,8 @@ class MessageStore(MessageReader):
         self._open = False
         self._last_put = (0, 0)  # (end offset, store timestamp) of the newest put
         self._dispatch_failed = False
+        #: Set by a test tool to refuse puts as a full disk does (the disk itself is not looked at).
+        self.disk_full_injected = False
         self._refusals = RateLimitedLog(logger, REFUSAL_LOG_INTERVAL_S)
         self.put_times = 0  # successful puts (StoreStatsService.putMessageTimesTotal)
         self.put_message_count = 0  # records they stored
@@ -175,9 +177,9 @@ class MessageStore(MessageReader):
 
     @property
     def writable(self) -> bool:
-        """False while disk use is above ``diskSpaceWarningLevelRatio`` (puts are refused), and after
-        a consume queue or index could not be written."""
-        return self.cleaner.disk_ok and not self._dispatch_failed
+        """False while disk use is above ``diskSpaceWarningLevelRatio`` (puts are refused), after
+        a consume queue or index could not be written, and while a full disk is injected."""
+        return self.cleaner.disk_ok and not self._dispatch_failed and not self.disk_full_injected
 
     def disk_report(self) -> str:
         """Disk use and free space of the store, for log lines."""
@@ -269,7 +271,11 @@ class MessageStore(MessageReader):
         if not self.writable:
             self._refusals.log(
                 "put refused: the message store is not writable (%s); disk %s",
-                "a consume queue or index write failed" if self._dispatch_failed else "disk full",
+                "a consume queue or index write failed"
+                if self._dispatch_failed
+                else "disk full (injected)"
+                if self.disk_full_injected
+                else "disk full",
                 self.disk_report(),
             )
             return PutMessageResult(

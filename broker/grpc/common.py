@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from google.protobuf.message import DecodeError
 from google.protobuf.message import Message as ProtoMessage
@@ -18,6 +18,9 @@ from codec.codes import ResponseCode
 from codec.errors import RocketMQError
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 from gateway.transport.grpc.status import GrpcError, StatusCode
+
+if TYPE_CHECKING:
+    from gateway.transport.faults import FaultPoint
 
 logger = logging.getLogger(__name__)
 
@@ -109,9 +112,12 @@ def unary(
     response_type: type[Resp],
     fn: Callable[[ClientContext, Req], Resp | Awaitable[Resp]],
     check: RequestCheck | None = None,
+    faults: FaultPoint | None = None,
+    method: str = "",
 ) -> Handler:
     """A unary handler: parse, ``check`` it, call ``fn``, answer; a refusal is the response's
-    ``status``.
+    ``status``. ``faults``: the gRPC fault rules, asked (with the call's ``method`` path) before
+    ``fn`` when one is active (:mod:`broker.grpc.faults`).
 
     A request that does not parse ends the call with INVALID_ARGUMENT (no response message)."""
 
@@ -131,8 +137,16 @@ def unary(
         try:
             if check is not None:
                 check(ctx, request)
-            answer = fn(ctx, request)
-            response = answer if isinstance(answer, ProtoMessage) else await answer
+            injected = None
+            if faults is not None and faults.rules:
+                from broker.grpc.faults import injected as fault_answer
+
+                injected = await fault_answer(faults, method, ctx, request, response_type)
+            if injected is not None:
+                response = injected
+            else:
+                answer = fn(ctx, request)
+                response = answer if isinstance(answer, ProtoMessage) else await answer
         except (StatusError, RocketMQError) as err:
             response = response_type(status=status_of(err))
         await call.send(response.SerializeToString(), flush=False)

@@ -19,6 +19,7 @@ from broker.grpc.route import RouteActivity
 from broker.grpc.send import SendActivity
 from broker.grpc.transaction import TransactionActivity
 from broker.service.services import BrokerServices
+from gateway.transport.faults import FaultPoint
 from gateway.transport.grpc.config import GrpcServerConfig
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
@@ -40,6 +41,7 @@ class MessagingService:
         auth: AuthGuard | None = None,
         config: GrpcServerConfig | None = None,
         connection_ids: Iterator[int] | None = None,
+        faults: FaultPoint | None = None,
     ) -> None:
         """``services``: the broker's typed operations, which the remoting processors share; without
         them the producing RPCs get services of their own and the consuming ones are answered
@@ -49,7 +51,9 @@ class MessagingService:
         clients in the ClientManager too. ``config``: the endpoint's settings (the renewal of
         receipt handles, the limits of the request checks, which run after authentication:
         :mod:`broker.grpc.request_checks`); the consumer's ``renewer.run`` must be started by whoever
-        runs the service."""
+        runs the service. ``faults``: the gRPC fault rules every unary call consults
+        (:mod:`broker.grpc.faults`; None: none)."""
+        self.faults = faults
         self.validation = RequestChecks(broker, config or GrpcServerConfig())
         self.check = chain(grpc_auth(auth), self.validation)
         self.route = RouteActivity(broker, grpc_port)
@@ -82,14 +86,16 @@ class MessagingService:
         if consumer is not None:
             methods[path("ReceiveMessage")] = consumer.receive_message
             methods[path("AckMessage")] = self._unary(
-                pb.AckMessageRequest, pb.AckMessageResponse, consumer.ack_message
+                "AckMessage", pb.AckMessageRequest, pb.AckMessageResponse, consumer.ack_message
             )
             methods[path("ChangeInvisibleDuration")] = self._unary(
+                "ChangeInvisibleDuration",
                 pb.ChangeInvisibleDurationRequest,
                 pb.ChangeInvisibleDurationResponse,
                 consumer.change_invisible_duration,
             )
             methods[path("ForwardMessageToDeadLetterQueue")] = self._unary(
+                "ForwardMessageToDeadLetterQueue",
                 pb.ForwardMessageToDeadLetterQueueRequest,
                 pb.ForwardMessageToDeadLetterQueueResponse,
                 consumer.forward_message_to_dead_letter_queue,
@@ -99,34 +105,44 @@ class MessagingService:
     def _methods(self) -> dict[str, Handler]:
         return {
             path("QueryRoute"): self._unary(
-                pb.QueryRouteRequest, pb.QueryRouteResponse, self.route.query_route
+                "QueryRoute", pb.QueryRouteRequest, pb.QueryRouteResponse, self.route.query_route
             ),
             path("QueryAssignment"): self._unary(
-                pb.QueryAssignmentRequest, pb.QueryAssignmentResponse, self.route.query_assignment
+                "QueryAssignment",
+                pb.QueryAssignmentRequest,
+                pb.QueryAssignmentResponse,
+                self.route.query_assignment,
             ),
-            path("Heartbeat"): self._unary(pb.HeartbeatRequest, pb.HeartbeatResponse, self.clients.heartbeat),
+            path("Heartbeat"): self._unary(
+                "Heartbeat", pb.HeartbeatRequest, pb.HeartbeatResponse, self.clients.heartbeat
+            ),
             path("NotifyClientTermination"): self._unary(
+                "NotifyClientTermination",
                 pb.NotifyClientTerminationRequest,
                 pb.NotifyClientTerminationResponse,
                 self.clients.notify_client_termination,
             ),
             path("Telemetry"): self.clients.telemetry,
             path("SendMessage"): self._unary(
-                pb.SendMessageRequest, pb.SendMessageResponse, self.send.send_message
+                "SendMessage", pb.SendMessageRequest, pb.SendMessageResponse, self.send.send_message
             ),
             path("RecallMessage"): self._unary(
-                pb.RecallMessageRequest, pb.RecallMessageResponse, self.send.recall_message
+                "RecallMessage", pb.RecallMessageRequest, pb.RecallMessageResponse, self.send.recall_message
             ),
             path("EndTransaction"): self._unary(
-                pb.EndTransactionRequest, pb.EndTransactionResponse, self.transactions.end_transaction
+                "EndTransaction",
+                pb.EndTransactionRequest,
+                pb.EndTransactionResponse,
+                self.transactions.end_transaction,
             ),
         }
 
     def _unary(
         self,
+        method: str,
         request_type: type[Req],
         response_type: type[Resp],
         fn: Callable[[ClientContext, Req], Resp | Awaitable[Resp]],
     ) -> Handler:
-        """``unary`` with the request pipeline's check."""
-        return unary(request_type, response_type, fn, self.check)
+        """``unary`` for ``method`` with the request pipeline's check and the fault rules."""
+        return unary(request_type, response_type, fn, self.check, self.faults, path(method))

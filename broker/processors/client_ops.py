@@ -47,6 +47,26 @@ def reset_offset_body(topic: str, broker_name: str, offsets: dict[int, int]) -> 
     return b'{"offsetTable":' + fastjson.dumps_object_keys(entries) + b"}"
 
 
+def push_reset(broker: BrokerController, topic: str, group: str, timestamp: int, body: bytes) -> None:
+    """RESET_CONSUMER_CLIENT_OFFSET to every live consumer of the group (oneway, as Java)."""
+    info = broker.clients.consumers.get(group)
+    if info is None:
+        return
+    header = ResetOffsetRequestHeader(group=group, topic=topic, timestamp=timestamp, is_force=True)
+    for channel in info.channels.values():
+        peer = channel.connection.peer
+        if peer is None:
+            continue
+        notice = RemotingCommand.request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, header, body=body)
+        if peer.try_invoke_oneway(notice):
+            logger.info(
+                "[reset-offset] reset offset success. topic=%s, group=%s, clientId=%s",
+                topic, group, channel.client_id,
+            )  # fmt: skip
+        else:
+            logger.warning("[reset-offset] could not notify %s of group %s", channel.client_id, group)
+
+
 class ClientOpsProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
@@ -117,23 +137,7 @@ class ClientOpsProcessor:
         return request.make_response(ResponseCode.SUCCESS, body=body)
 
     def _push_reset(self, topic: str, group: str, timestamp: int, body: bytes) -> None:
-        """RESET_CONSUMER_CLIENT_OFFSET to every live consumer of the group (oneway, as Java)."""
-        info = self.broker.clients.consumers.get(group)
-        if info is None:
-            return
-        header = ResetOffsetRequestHeader(group=group, topic=topic, timestamp=timestamp, is_force=True)
-        for channel in info.channels.values():
-            peer = channel.connection.peer
-            if peer is None:
-                continue
-            notice = RemotingCommand.request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, header, body=body)
-            if peer.try_invoke_oneway(notice):
-                logger.info(
-                    "[reset-offset] reset offset success. topic=%s, group=%s, clientId=%s",
-                    topic, group, channel.client_id,
-                )  # fmt: skip
-            else:
-                logger.warning("[reset-offset] could not notify %s of group %s", channel.client_id, group)
+        push_reset(self.broker, topic, group, timestamp, body)
 
     # -- calls forwarded to a consumer -----------------------------------------------------------
 

@@ -15,6 +15,17 @@ JSON value out. :mod:`gateway.control.server` speaks HTTP around it.
 ``GET /groups/{group}/dlq?limit=N``        200: the group's dead letters
 ``POST /reset``                            200: what went (topics, groups, queues, offsets,
                                            faults): the gateway emptied for the next test
+``GET /broker/disk-full``                  200 ``{"diskFull": false}``: writes refused?
+``POST /broker/disk-full``                 200 ``{"diskFull": true}``: refuse writes as a full
+                                           disk does (SERVICE_NOT_AVAILABLE, broker's remark)
+``DELETE /broker/disk-full``               200 ``{"diskFull": false}``: accept writes again
+``POST /groups/{group}/rewind?topic=T&count=N``
+                                           200 ``{"offsets": {queue: offset}}``: deliver the
+                                           group's last N messages a queue again (404: no such
+                                           topic or no offset of the group on it)
+``GET /routes/brokers``                    200 ``{"withheld": [...]}``: brokers out of the routes
+``DELETE /routes/brokers/{name}``          200: take the broker out of the NameServer's routes
+``POST /routes/brokers/{name}``            200: put it back
 =========================================  ==================================================
 
 Errors are ``{"error": "..."}`` with a 4xx status: 400 for a body that is not a JSON object or
@@ -59,11 +70,21 @@ class ControlApi:
         store_of: Callable[[], MessageReader | None],
         reset: Callable[[], dict[str, int]] | None = None,
         controller_of: Callable[[], BrokerController | None] | None = None,
+        disk_full: Callable[[bool | None], bool] | None = None,
+        withhold_route: Callable[[str, bool | None], list[str]] | None = None,
+        rewind: Callable[[str, str, int], dict[int, int]] | None = None,
     ) -> None:
         """``reset``: empties the gateway (:meth:`gateway.launcher.Gateway.reset`);
         ``controller_of``: the running broker's state, for the group routes. None: those routes
-        answer 404."""
+        answer 404. ``disk_full``: sets (True, False) or reads (None) the injected full disk,
+        returning the state before (:mod:`gateway.control.broker_faults`).
+        ``withhold_route``: takes a broker out of the NameServer's routes or puts it back
+        (:mod:`gateway.control.broker_faults`). ``rewind``: delivers a group's messages
+        again (:func:`broker.rewind.rewind`)."""
         self.faults = faults
+        self.disk_full = disk_full
+        self.withhold_route = withhold_route
+        self.rewind = rewind
         self.store_of = store_of
         self.reset = reset
         self.controller_of = controller_of or (lambda: None)
@@ -77,6 +98,8 @@ class ControlApi:
             return Reply(200, {"status": "ok"}) if method in ("GET", "HEAD") else _not_allowed(method, "GET")
         if parts == ["faults"]:
             return self._faults(method, body)
+        if len(parts) == 3 and parts[0] == "groups" and parts[2] == "rewind":
+            return self._rewind(method, parts[1], query)
         if len(parts) == 3 and parts[0] == "groups" and parts[2] in ("offsets", "retry", "dlq"):
             if method != "GET":
                 return _not_allowed(method, "GET")
@@ -87,6 +110,10 @@ class ControlApi:
             if self.reset is None:
                 return _error(404, "no broker in this process")
             return Reply(200, self.reset())
+        if parts == ["broker", "disk-full"]:
+            return self._disk_full(method)
+        if parts[:2] == ["routes", "brokers"] and len(parts) <= 3:
+            return self._routes(method, parts[2] if len(parts) == 3 else None)
         if len(parts) == 2 and parts[0] == "faults":
             return self._fault(method, parts[1])
         if len(parts) == 3 and parts[0] == "topics" and parts[2] == "messages":
@@ -113,6 +140,45 @@ class ControlApi:
         except FaultRuleError as err:
             return _error(400, str(err))
         return Reply(201, self.faults.get(fault_id))
+
+    def _disk_full(self, method: str) -> Reply:
+        if self.disk_full is None:
+            return _error(404, "no broker in this process")
+        if method not in ("GET", "POST", "DELETE"):
+            return _not_allowed(method, "GET, POST, DELETE")
+        on = {"GET": None, "POST": True, "DELETE": False}[method]
+        before = self.disk_full(on)
+        return Reply(200, {"diskFull": before if on is None else on})
+
+    def _rewind(self, method: str, group: str, query: dict[str, list[str]]) -> Reply:
+        from broker.rewind import RewindError
+
+        if method != "POST":
+            return _not_allowed(method, "POST")
+        if self.rewind is None:
+            return _error(404, "no broker in this process")
+        topic = query.get("topic", [""])[-1]
+        count = query.get("count", ["1"])[-1]
+        if not topic:
+            return _error(400, "topic: missing (?topic=T)")
+        if not count.isdigit() or int(count) < 1:
+            return _error(400, f"count: {count!r} is not a number of at least 1")
+        try:
+            offsets = self.rewind(group, topic, int(count))
+        except RewindError as err:
+            return _error(404, str(err))
+        return Reply(200, {"offsets": {str(q): o for q, o in offsets.items()}})
+
+    def _routes(self, method: str, broker_name: str | None) -> Reply:
+        if self.withhold_route is None:
+            return _error(404, "no NameServer in this process")
+        if broker_name is None:
+            if method != "GET":
+                return _not_allowed(method, "GET")
+            return Reply(200, {"withheld": self.withhold_route("", None)})
+        if method not in ("POST", "DELETE"):
+            return _not_allowed(method, "POST, DELETE")
+        return Reply(200, {"withheld": self.withhold_route(broker_name, method == "DELETE")})
 
     def _fault(self, method: str, text: str) -> Reply:
         if not text.isdigit():

@@ -35,12 +35,21 @@ def add_parser(sub: Any) -> None:
 
     p = commands.add_parser("add", help="add a rule; prints it with its id")
     control(p)
-    p.add_argument("--request", required=True, help="RequestCode name (SEND_MESSAGE_V2) or number")
-    p.add_argument("--target", choices=TARGETS, default="broker", help="the server it applies to (broker)")
+    p.add_argument(
+        "--request",
+        required=True,
+        help="RequestCode name (SEND_MESSAGE_V2) or number, or gRPC method (SendMessage)",
+    )
+    p.add_argument(
+        "--target", choices=TARGETS, help="the server it applies to (broker; grpc for a gRPC method)"
+    )
     p.add_argument("--topic", help="only requests for this topic")
     p.add_argument("--group", help="only requests of this consumer or producer group")
     p.add_argument(
-        "--respond", type=int, metavar="CODE", help="answer with this response code (2: SYSTEM_BUSY)"
+        "--respond",
+        type=_code,
+        metavar="CODE",
+        help="answer with this response code (2: SYSTEM_BUSY; gRPC: 42900 or TOO_MANY_REQUESTS)",
     )
     p.add_argument("--remark", help="the answer's remark (default for 2: the broker's busy text)")
     p.add_argument("--delay-ms", type=int, help="answer this much later")
@@ -58,10 +67,25 @@ def add_parser(sub: Any) -> None:
     control(p)
 
 
+def _code(text: str) -> int | str:
+    """A response code: a number, or (for gRPC) an apache.rocketmq.v2.Code name."""
+    return int(text) if text.strip().lstrip("-").isdigit() else text.strip()
+
+
 def rule_of(args: argparse.Namespace) -> dict[str, Any]:
     """The JSON form of the rule ``fault add`` was given."""
-    rule: dict[str, Any] = {"request": args.request, "target": args.target}
-    for key in ("topic", "group", "respond", "remark", "delay_ms", "times", "duration_ms", "probability"):
+    rule: dict[str, Any] = {"request": args.request}
+    for key in (
+        "target",
+        "topic",
+        "group",
+        "respond",
+        "remark",
+        "delay_ms",
+        "times",
+        "duration_ms",
+        "probability",
+    ):
         if getattr(args, key) is not None:
             rule[key] = getattr(args, key)
     for key in ("close", "drop"):

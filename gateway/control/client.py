@@ -158,6 +158,23 @@ class ControlClient:
         """Empty the gateway (``POST /reset``); returns what went, by kind."""
         return dict(self._call("POST", "/reset"))
 
+    def disk_full(self, on: bool = True) -> bool:
+        """``POST`` / ``DELETE /broker/disk-full``: refuse writes as on a full disk, or stop; the
+        state now."""
+        return bool(self._call("POST" if on else "DELETE", "/broker/disk-full")["diskFull"])
+
+    def rewind(self, group: str, topic: str, count: int = 1) -> dict[int, int]:
+        """``POST /groups/{group}/rewind``: deliver the group's last ``count`` messages of each
+        queue of ``topic`` again; the new offset of each queue."""
+        path = f"/groups/{quote(group, safe='')}/rewind?topic={quote(topic, safe='')}&count={count}"
+        return {int(q): int(o) for q, o in self._call("POST", path)["offsets"].items()}
+
+    def withhold_route(self, broker_name: str, on: bool = True) -> list[str]:
+        """``DELETE`` / ``POST /routes/brokers/{name}``: take a broker out of the NameServer's
+        routes, or put it back; the names withheld now."""
+        answer = self._call("DELETE" if on else "POST", f"/routes/brokers/{quote(broker_name, safe='')}")
+        return [str(name) for name in answer["withheld"]]
+
     def health(self) -> bool:
         return self.request("GET", "/health")[0] == 200
 

@@ -255,6 +255,36 @@ class InProcessGateway:
             raise RuntimeError("gateway not started")
         return trio.from_thread.run_sync(gateway.reset, trio_token=token)
 
+    def disk_full(self, on: bool = True) -> None:
+        """Make the broker refuse writes as on a full disk (``on``), or accept them again, in the
+        servers' thread (:mod:`gateway.control.broker_faults`); :meth:`reset` turns it off.
+        Raises ``RuntimeError`` when the gateway is not running."""
+        gateway, token = self._gateway, self._token
+        if gateway is None or token is None:
+            raise RuntimeError("gateway not started")
+        trio.from_thread.run_sync(gateway.broker_faults.disk_full, on, trio_token=token)
+
+    def rewind(self, group: str, topic: str, count: int = 1) -> dict[int, int]:
+        """Deliver ``group``'s last ``count`` messages of each queue of ``topic`` again: its next
+        pull, pop or receive returns them with their msgId (:func:`broker.rewind.rewind`); the new
+        offset of each queue. Raises ``broker.rewind.RewindError`` for an unknown topic or a group
+        without offsets there, ``RuntimeError`` when the gateway is not running."""
+        gateway, token = self._gateway, self._token
+        if gateway is None or token is None:
+            raise RuntimeError("gateway not started")
+        return trio.from_thread.run_sync(gateway.broker_faults.rewind, group, topic, count, trio_token=token)
+
+    def withhold_route(self, broker_name: str, on: bool = True) -> list[str]:
+        """Take the broker ``broker_name`` out of the NameServer's routes (``on``), or put it back;
+        the names withheld now (:mod:`gateway.control.broker_faults`); :meth:`reset`
+        puts every one back. Raises ``RuntimeError`` when the gateway is not running."""
+        gateway, token = self._gateway, self._token
+        if gateway is None or token is None:
+            raise RuntimeError("gateway not started")
+        return trio.from_thread.run_sync(
+            gateway.broker_faults.withhold_route, broker_name, on, trio_token=token
+        )
+
     def start(self, timeout: float = READY_TIMEOUT_S) -> Self:
         """Start the servers and return once both accept connections and the broker registered
         (a :mod:`gateway.testing.probe` round trip, as a client would see it).

@@ -17,6 +17,19 @@ A rule (:class:`FaultRule`) matches a request by its code (the number or the Jav
 * ``close``: close the connection without an answer;
 * ``drop``: never answer (the client's call times out).
 
+A rule whose ``request`` names a unary gRPC method (``"SendMessage"``, or its full path; see
+:mod:`gateway.transport.fault_methods`) has target ``grpc``: the gRPC endpoint's unary adapter
+(:mod:`broker.grpc.faults`) asks ``table.point("grpc")``, matching the request message's
+``topic.name`` (or its first message's) and ``group.name``. There ``respond`` is an
+``apache.rocketmq.v2.Code`` (number or name) put in the response's ``status``
+(``TOO_MANY_REQUESTS`` with the busy remark, as the Proxy relays a busy broker), ``close`` ends
+the call with gRPC UNAVAILABLE, ``drop`` never answers.
+
+A ``request`` of ``"*"`` matches every request of the rule's target: ``{"request": "*", "drop":
+true}`` pauses a broker (connections accepted, nothing answered, as a stopped process or a long
+GC pause looks to a client), and removing the rule resumes it; the requests it held stay
+unanswered (their callers have timed out by then).
+
 It fires ``times`` times (then stays listed, inactive), for ``duration_ms`` from when it was
 added, and each time with ``probability`` (drawn from one RNG, seeded by the table's ``seed`` for
 reproducible runs). Every firing is logged at INFO. The table is changed from other threads (a
@@ -34,17 +47,28 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from codec.codes import RequestCode, ResponseCode, request_code_name
+from codec.codes import RequestCode, ResponseCode
+from gateway.transport.fault_methods import (
+    GRPC_METHODS,
+    GRPC_TOO_MANY_REQUESTS,
+    FaultSpecError,
+    grpc_code_of,
+    grpc_method_of,
+)
+from gateway.transport.fault_methods import request_name as _request_name
 
 logger = logging.getLogger(__name__)
 
-TARGETS = ("broker", "namesrv")
+TARGETS = ("broker", "namesrv", "grpc")
 #: What the Java broker answers a send that waited too long under flow control
 #: (org.apache.rocketmq.broker.latency.BrokerFastFailure.cleanExpiredRequest, page cache busy);
 #: the queue time and size are what it formats in, here those of a request that did not wait.
 BUSY_REMARK = (
     "[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 0ms, size of queue: 0"
 )
+#: A rule's ``request`` that matches every request of its server (``drop`` with it pauses the
+#: server: it accepts connections and requests and answers none).
+ANY = "*"
 _ACTIONS = ("respond", "close", "drop")
 _KEYS = frozenset(
     {"request", "target", "topic", "group", "respond", "remark", "delay_ms", "close", "drop"}
@@ -54,7 +78,7 @@ _KEYS = frozenset(
 Sleep = Callable[[float], Awaitable[None]]
 
 
-class FaultRuleError(ValueError):
+class FaultRuleError(FaultSpecError):
     """A fault rule that cannot be built: the message says which field and why."""
 
 
@@ -109,7 +133,7 @@ def _flag(spec: Mapping[str, Any], key: str) -> bool:
 class FaultRule:
     """What to match and what to do; see the module docstring. Build with :meth:`of`."""
 
-    request: int
+    request: int | str
     target: str = "broker"
     topic: str | None = None
     group: str | None = None
@@ -133,10 +157,26 @@ class FaultRule:
             raise FaultRuleError(
                 "request: missing (a RequestCode name such as SEND_MESSAGE_V2, or its number)"
             )
-        target = spec.get("target", "broker")
-        if target not in TARGETS:
-            raise FaultRuleError(f"target: {target!r} is not one of {', '.join(TARGETS)}")
-        respond = _number(spec, "respond", minimum=0)
+        try:
+            method = grpc_method_of(spec["request"])
+            if spec["request"] == ANY:
+                method = ANY
+            target = spec.get("target", "grpc" if method not in (None, ANY) else "broker")
+            if target not in TARGETS:
+                raise FaultRuleError(f"target: {target!r} is not one of {', '.join(TARGETS)}")
+            if method != ANY and (method is not None) != (target == "grpc"):
+                raise FaultRuleError(
+                    f"request: {spec['request']!r} with target {target!r}: gRPC methods "
+                    f"({', '.join(GRPC_METHODS)}) go with target grpc, RequestCodes with broker or namesrv"
+                )
+            if target == "grpc":
+                respond = grpc_code_of(spec.get("respond"))
+            else:
+                respond = _number(spec, "respond", minimum=0)
+        except FaultRuleError:
+            raise
+        except FaultSpecError as err:
+            raise FaultRuleError(str(err)) from None
         close, drop = _flag(spec, "close"), _flag(spec, "drop")
         delay_ms = _number(spec, "delay_ms", minimum=0) or 0
         chosen = [name for name, on in zip(_ACTIONS, (respond is not None, close, drop), strict=True) if on]
@@ -153,7 +193,7 @@ class FaultRule:
         times = _number(spec, "times", minimum=1)
         duration_ms = _number(spec, "duration_ms", minimum=1)
         return cls(
-            request=request_code_of(spec["request"]),
+            request=method if method is not None else request_code_of(spec["request"]),
             target=target,
             topic=_text(spec, "topic"),
             group=_text(spec, "group"),
@@ -169,7 +209,7 @@ class FaultRule:
 
     def to_json(self) -> dict[str, Any]:
         """The rule's JSON form, the request by its Java name; fields left at default are left out."""
-        out: dict[str, Any] = {"request": request_code_name(self.request), "target": self.target}
+        out: dict[str, Any] = {"request": _request_name(self.request), "target": self.target}
         for key in ("topic", "group", "respond", "remark", "times", "duration_ms"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
@@ -183,9 +223,10 @@ class FaultRule:
             out["probability"] = self.probability
         return out
 
-    def matches(self, code: int, header: object) -> bool:
-        """Whether a request of ``code`` with this decoded header (None: none) is one of ours."""
-        if code != self.request:
+    def matches(self, code: int | str, header: object) -> bool:
+        """Whether a request of ``code`` (a gRPC method's path for target grpc) with this decoded
+        header (None: none) is one of ours."""
+        if code != self.request and self.request != ANY:
             return False
         if self.topic is not None and getattr(header, "topic", None) != self.topic:
             return False
@@ -216,7 +257,8 @@ class Fault:
     @property
     def remark(self) -> str | None:
         rule = self.rule
-        if rule.remark is None and rule.respond == ResponseCode.SYSTEM_BUSY:
+        busy = GRPC_TOO_MANY_REQUESTS if rule.target == "grpc" else ResponseCode.SYSTEM_BUSY
+        if rule.remark is None and rule.respond == busy:
             return BUSY_REMARK
         return rule.remark
 
@@ -228,7 +270,7 @@ class Fault:
         if rule.respond is not None:
             return f"respond {rule.respond}"
         if rule.close:
-            return "close the connection"
+            return "end the call UNAVAILABLE" if rule.target == "grpc" else "close the connection"
         if rule.drop:
             return "no answer"
         return "answer"
@@ -246,7 +288,7 @@ class FaultPoint:
         #: The active rules of this server: empty unless asked for (the dispatcher checks this).
         self.rules: tuple[Fault, ...] = ()
 
-    def match(self, code: int, header: object, who: object) -> Fault | None:
+    def match(self, code: int | str, header: object, who: object) -> Fault | None:
         """The first active rule that matches and fires now (counted and logged), else None;
         ``who`` names the connection in the log line."""
         return self.table.fire(self, code, header, who)
@@ -276,7 +318,7 @@ class FaultTable:
         self._points = {target: FaultPoint(self, target, sleep) for target in TARGETS}
 
     def point(self, target: str) -> FaultPoint:
-        """The rules of ``target`` (``"broker"`` or ``"namesrv"``) for its dispatcher; raises
+        """The rules of ``target`` (``"broker"``, ``"namesrv"``, ``"grpc"``) for its dispatcher; raises
         KeyError for another name."""
         return self._points[target]
 
@@ -328,7 +370,7 @@ class FaultTable:
             fault = self._faults.get(fault_id)
             return None if fault is None else fault.describe()
 
-    def fire(self, point: FaultPoint, code: int, header: object, who: object) -> Fault | None:
+    def fire(self, point: FaultPoint, code: int | str, header: object, who: object) -> Fault | None:
         """:meth:`FaultPoint.match`: the rule that fires for this request, if any."""
         with self._lock:
             now = self.clock()
@@ -352,7 +394,7 @@ class FaultTable:
             "fault %d fired on %s: %s from %s, %s%s (%d time(s))",
             fault.id,
             point.target,
-            request_code_name(code),
+            _request_name(code),
             who,
             f"after {rule.delay_ms} ms, " if rule.delay_ms else "",
             fault.action(),

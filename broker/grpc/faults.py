@@ -1,0 +1,71 @@
+"""Fault rules on the gRPC endpoint's unary calls (:mod:`gateway.transport.faults`, target grpc).
+
+:func:`broker.grpc.common.unary` asks :func:`injected` after the request parsed and passed the
+request pipeline's checks, only when its point has an active rule; so without rules a call pays
+one attribute check. What a firing rule does:
+
+* ``respond``: the response carries that ``apache.rocketmq.v2.Code`` in its ``status`` and
+  nothing else, as the Proxy answers a refused request (``ResponseBuilder.buildStatus``; a busy
+  broker's SYSTEM_BUSY becomes TOO_MANY_REQUESTS with the broker's remark);
+* ``close``: the call ends with gRPC status UNAVAILABLE and no response message. That is what a
+  client's stub reports when the server fails under it (a Proxy going away, a connection reset),
+  and, unlike tearing down the HTTP/2 connection, it hits only the matching call, not the other
+  calls the client multiplexes over the same connection;
+* ``drop``: no answer ever; the client's deadline expires (DEADLINE_EXCEEDED) and it cancels;
+* ``delay_ms``: wait first, then any of these, or the real handler.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import cast
+
+import trio
+from google.protobuf.message import Message as ProtoMessage
+
+from broker.grpc.common import ClientContext, status
+from gateway.transport.faults import FaultPoint
+from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
+from gateway.transport.grpc.status import GrpcError, StatusCode
+
+
+@dataclass(frozen=True, slots=True)
+class RequestNames:
+    """The topic and group of a request message, under the names a rule matches on."""
+
+    topic: str | None
+    consumer_group: str | None
+    producer_group: str | None = None
+
+    @classmethod
+    def of(cls, request: ProtoMessage) -> RequestNames:
+        fields = request.DESCRIPTOR.fields_by_name
+        topic = request.topic.name if "topic" in fields else None  # type: ignore[attr-defined]
+        if topic is None and "messages" in fields and request.messages:  # type: ignore[attr-defined]
+            topic = request.messages[0].topic.name  # type: ignore[attr-defined]
+        group = request.group.name if "group" in fields else None  # type: ignore[attr-defined]
+        return cls(topic or None, group or None)
+
+
+async def injected(
+    point: FaultPoint,
+    method: str,
+    ctx: ClientContext,
+    request: ProtoMessage,
+    response_type: type[ProtoMessage],
+) -> ProtoMessage | None:
+    """The response a firing rule gives instead of the handler's, or None to run the handler
+    (no rule fired, or one that only delays); raises GrpcError UNAVAILABLE for ``close``."""
+    fault = point.match(method, RequestNames.of(request), ctx.remote_addr)
+    if fault is None:
+        return None
+    rule = fault.rule
+    if rule.delay_ms and point.sleep is not None:
+        await point.sleep(fault.delay_s)
+    if rule.respond is not None:
+        return response_type(status=status(cast("pb.Code", rule.respond), fault.remark))
+    if rule.close:
+        raise GrpcError(StatusCode.UNAVAILABLE, "connection to the server lost (injected fault)")
+    if rule.drop:
+        await trio.sleep_forever()
+    return None
