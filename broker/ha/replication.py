@@ -10,6 +10,7 @@ composition.
 
 from __future__ import annotations
 
+import errno
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -48,7 +49,7 @@ async def bind_ha(host: str, config: BrokerConfig) -> list[trio.SocketListener]:
         logger.warning(
             "HA port %d (listenPort + 1) is taken (%s): slaves connect to port %d, the one registered",
             port,
-            err.strerror,
+            errno.errorcode.get(err.errno or 0, err.errno),
             listeners[0].socket.getsockname()[1],
         )
         return listeners

@@ -49,7 +49,7 @@ async def test_standalone_starts_serves_and_stops(tmp_path: Path) -> None:
         assert proc.stderr is not None
         line = ""
         with trio.fail_after(20):
-            while "ready" not in line:
+            while "ready: " not in line:
                 line = await trio.to_thread.run_sync(proc.stderr.readline)
                 assert line, "process exited before ready"
         match = re.search(r"namesrv=(\S+) broker=(\S+)", line)

@@ -115,7 +115,7 @@ async def test_the_cli_process_serves_the_control_endpoint(tmp_path: Path) -> No
         assert proc.stderr is not None
         line = ""
         with trio.fail_after(30):
-            while "ready" not in line:
+            while "ready: " not in line:
                 line = await trio.to_thread.run_sync(proc.stderr.readline)
                 assert line, "process exited before ready"
         match = re.search(r"broker=(\S+) control=(\S+)", line)

@@ -78,7 +78,7 @@ async def test_standalone_serves_grpc_over_tls_and_plaintext(tmp_path: Path) -> 
         assert proc.stderr is not None
         line = ""
         with trio.fail_after(30):
-            while "ready" not in line:
+            while "ready: " not in line:
                 line = await trio.to_thread.run_sync(proc.stderr.readline)
                 assert line, "process exited before ready"
         match = re.search(r"grpc=(\S+)", line)

@@ -203,7 +203,7 @@ async def test_the_cli_creates_declared_topics_before_ready(tmp_path: Path) -> N
         assert proc.stderr is not None
         line = ""
         with trio.fail_after(30):
-            while "ready" not in line:
+            while "ready: " not in line:
                 line = await trio.to_thread.run_sync(proc.stderr.readline)
                 assert line, "process exited before ready"
         match = re.search(r"namesrv=(\S+)", line)
