@@ -59,6 +59,7 @@ MAY_WAIT = frozenset(
         "broker.pop.long_polling",  # a POP that found nothing waits for an arrival or its poll time
         "broker.processors.pop",  # the POP handlers that wait (long polling, record puts)
         "broker.service.consume",  # a pop that found nothing long-polls
+        "broker.service.rewind",  # wakes the long-polling POPs of the queues it rewinds (consume service)
         "broker.service.services",  # holds the consume service
         "broker.pop.service",  # the revive loop
         "broker.pop.notification",  # NOTIFICATION waits like a POP for an arrival or its poll time

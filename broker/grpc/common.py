@@ -9,18 +9,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from google.protobuf.message import DecodeError
 from google.protobuf.message import Message as ProtoMessage
 
+from broker.grpc.faults import injected as fault_answer
 from codec.codes import ResponseCode
 from codec.errors import RocketMQError
+from gateway.transport.faults import FaultPoint
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 from gateway.transport.grpc.status import GrpcError, StatusCode
-
-if TYPE_CHECKING:
-    from gateway.transport.faults import FaultPoint
 
 logger = logging.getLogger(__name__)
 
@@ -139,9 +138,7 @@ def unary(
                 check(ctx, request)
             injected = None
             if faults is not None and faults.rules:
-                from broker.grpc.faults import injected as fault_answer
-
-                injected = await fault_answer(faults, method, ctx, request, response_type)
+                injected = await fault_answer(faults, method, ctx.remote_addr, request, response_type)
             if injected is not None:
                 response = injected
             else:

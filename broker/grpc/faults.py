@@ -11,19 +11,19 @@ one attribute check. What a firing rule does:
   client's stub reports when the server fails under it (a Proxy going away, a connection reset),
   and, unlike tearing down the HTTP/2 connection, it hits only the matching call, not the other
   calls the client multiplexes over the same connection;
-* ``drop``: no answer ever; the client's deadline expires (DEADLINE_EXCEEDED) and it cancels;
+* ``drop``: no answer ever (the point's sleep, forever); the client's deadline expires
+  (DEADLINE_EXCEEDED) and it cancels;
 * ``delay_ms``: wait first, then any of these, or the real handler.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import cast
 
-import trio
 from google.protobuf.message import Message as ProtoMessage
 
-from broker.grpc.common import ClientContext, status
 from gateway.transport.faults import FaultPoint
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 from gateway.transport.grpc.status import GrpcError, StatusCode
@@ -50,22 +50,24 @@ class RequestNames:
 async def injected(
     point: FaultPoint,
     method: str,
-    ctx: ClientContext,
+    remote_addr: str,
     request: ProtoMessage,
     response_type: type[ProtoMessage],
 ) -> ProtoMessage | None:
     """The response a firing rule gives instead of the handler's, or None to run the handler
     (no rule fired, or one that only delays); raises GrpcError UNAVAILABLE for ``close``."""
-    fault = point.match(method, RequestNames.of(request), ctx.remote_addr)
+    fault = point.match(method, RequestNames.of(request), remote_addr)
     if fault is None:
         return None
     rule = fault.rule
     if rule.delay_ms and point.sleep is not None:
         await point.sleep(fault.delay_s)
     if rule.respond is not None:
-        return response_type(status=status(cast("pb.Code", rule.respond), fault.remark))
+        code = cast("pb.Code", rule.respond)
+        message = fault.remark if fault.remark is not None else pb.Code.Name(code)
+        return response_type(status=pb.Status(code=code, message=message))
     if rule.close:
         raise GrpcError(StatusCode.UNAVAILABLE, "connection to the server lost (injected fault)")
-    if rule.drop:
-        await trio.sleep_forever()
+    if rule.drop and point.sleep is not None:
+        await point.sleep(math.inf)
     return None

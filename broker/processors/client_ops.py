@@ -17,6 +17,7 @@ forwards to a client (``AdminBrokerProcessor.resetOffset`` / ``callConsumer``, `
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from broker.controller import BrokerController
 from codec import fastjson
@@ -65,6 +66,16 @@ def push_reset(broker: BrokerController, topic: str, group: str, timestamp: int,
             )  # fmt: skip
         else:
             logger.warning("[reset-offset] could not notify %s of group %s", channel.client_id, group)
+
+
+def reset_notifier(broker: BrokerController) -> Callable[[str, str, dict[int, int]], None]:
+    """Tells a group's live remoting consumers their new offsets on a topic (:func:`push_reset`
+    with a ``ResetOffsetBody``): how :func:`broker.service.rewind.rewind` reaches them."""
+
+    def notify(topic: str, group: str, offsets: dict[int, int]) -> None:
+        push_reset(broker, topic, group, -1, reset_offset_body(topic, broker.config.broker_name, offsets))
+
+    return notify
 
 
 class ClientOpsProcessor:

@@ -80,7 +80,7 @@ class ControlApi:
         returning the state before (:mod:`gateway.control.broker_faults`).
         ``withhold_route``: takes a broker out of the NameServer's routes or puts it back
         (:mod:`gateway.control.broker_faults`). ``rewind``: delivers a group's messages
-        again (:func:`broker.rewind.rewind`)."""
+        again (:func:`broker.service.rewind.rewind`)."""
         self.faults = faults
         self.disk_full = disk_full
         self.withhold_route = withhold_route
@@ -151,7 +151,7 @@ class ControlApi:
         return Reply(200, {"diskFull": before if on is None else on})
 
     def _rewind(self, method: str, group: str, query: dict[str, list[str]]) -> Reply:
-        from broker.rewind import RewindError
+        from broker.service.rewind import RewindError
 
         if method != "POST":
             return _not_allowed(method, "POST")

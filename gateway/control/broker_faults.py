@@ -27,15 +27,18 @@ class BrokerFaults:
 
     def rewind(self, group: str, topic: str, count: int = 1) -> dict[int, int]:
         """Deliver ``group``'s last ``count`` messages of each queue of ``topic`` again
-        (:func:`broker.rewind.rewind`); the new offsets. Raises ``broker.rewind.RewindError``
-        without a broker, for an unknown topic or a group without offsets there."""
-        from broker.rewind import RewindError, rewind
+        (:func:`broker.service.rewind.rewind`), live remoting consumers told with
+        RESET_CONSUMER_CLIENT_OFFSET; the new offsets. Raises ``RewindError`` without a broker,
+        for an unknown topic or a group without offsets there."""
+        from broker.processors.client_ops import reset_notifier
+        from broker.service.rewind import RewindError, rewind
 
         broker_app = self.broker_of()
         if broker_app is None:
             raise RewindError("no broker in this process")
         broker = broker_app.broker
-        return rewind(broker.controller, broker.services.consume, group, topic, count)
+        controller = broker.controller
+        return rewind(controller, broker.services.consume, group, topic, count, reset_notifier(controller))
 
     def withhold_route(self, broker_name: str, on: bool | None = None) -> list[str]:
         """Take the broker named ``broker_name`` out of the NameServer's topic routes and cluster

@@ -266,8 +266,8 @@ class InProcessGateway:
 
     def rewind(self, group: str, topic: str, count: int = 1) -> dict[int, int]:
         """Deliver ``group``'s last ``count`` messages of each queue of ``topic`` again: its next
-        pull, pop or receive returns them with their msgId (:func:`broker.rewind.rewind`); the new
-        offset of each queue. Raises ``broker.rewind.RewindError`` for an unknown topic or a group
+        pull, pop or receive returns them with their msgId (:func:`broker.service.rewind.rewind`); the new
+        offset of each queue. Raises ``broker.service.rewind.RewindError`` for an unknown topic or a group
         without offsets there, ``RuntimeError`` when the gateway is not running."""
         gateway, token = self._gateway, self._token
         if gateway is None or token is None:

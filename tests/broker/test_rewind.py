@@ -1,4 +1,4 @@
-"""Deliver again (:mod:`broker.rewind`): the group's offsets go back, its live remoting consumers
+"""Deliver again (:mod:`broker.service.rewind`): the group's offsets go back, its live remoting consumers
 are told the new offsets with RESET_CONSUMER_CLIENT_OFFSET; bad requests are refused."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import trio
 
-from broker.rewind import RewindError, rewind
+from broker.processors.client_ops import reset_notifier
+from broker.service.rewind import RewindError, rewind
 from codec.codes import RequestCode
 from codec.command import RemotingCommand
 from gateway.transport.client import connect
@@ -33,7 +34,9 @@ async def test_rewind_moves_the_offsets_back_and_tells_the_live_consumer(tmp_pat
         controller.offsets.commit("rwG", "RwT", 0, 4)
         async with connect(f"127.0.0.1:{app.server.port}", client_side) as consumer:
             await consumer.invoke(consumer_heartbeat("c1", "rwG", "RwT"), 3)
-            offsets = rewind(controller, app.broker.services.consume, "rwG", "RwT", 3)
+            offsets = rewind(
+                controller, app.broker.services.consume, "rwG", "RwT", 3, reset_notifier(controller)
+            )
             with trio.fail_after(3):
                 while not pushed:  # noqa: ASYNC110 - polling what the client side received
                     await trio.sleep(0.01)

@@ -5,18 +5,19 @@ For each queue of the topic the group has an offset on, the committed offset goe
 messages (not below the queue's first); the POP service forgets the offset after its newest
 popped batch there, so the next POP (and gRPC ReceiveMessage) starts at the rewound offset, and
 wakes the POPs waiting there (long polling) to read it; and
-every live remoting consumer of the group is sent RESET_CONSUMER_CLIENT_OFFSET with the new
-offsets, as ``mqadmin resetOffsetByTime`` makes the broker do (``ClientOpsProcessor``), so a
-push consumer drops what it holds and pulls from there. The messages come again with their
+``notify`` tells the group's live clients the new offsets: the wiring passes the remoting
+RESET_CONSUMER_CLIENT_OFFSET notice that ``mqadmin resetOffsetByTime`` makes the broker send
+(:func:`broker.processors.client_ops.push_reset`), so a push consumer drops what it holds and
+pulls from there. The messages come again with their
 msgId; POP hands out new receipt handles, and the handles of the first delivery stay valid.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from broker.controller import BrokerController
-from broker.processors.client_ops import push_reset, reset_offset_body
 from broker.service.consume import ConsumeService
 from codec.extra_info import polling_key
 
@@ -27,8 +28,17 @@ class RewindError(LookupError):
     """No such topic, or no offset of the group on it."""
 
 
+#: Tells a group's live clients their offsets on a topic moved: (topic, group, queue id → offset).
+Notify = Callable[[str, str, dict[int, int]], None]
+
+
 def rewind(
-    controller: BrokerController, consume: ConsumeService | None, group: str, topic: str, count: int
+    controller: BrokerController,
+    consume: ConsumeService | None,
+    group: str,
+    topic: str,
+    count: int,
+    notify: Notify | None = None,
 ) -> dict[int, int]:
     """Rewind ``group`` on ``topic`` by ``count`` messages per queue; the new offset of each queue
     (only queues the group has an offset on). Raises :class:`RewindError` for an unknown topic or
@@ -52,6 +62,7 @@ def rewind(
             consume.polling.wake(topic, group, queue_id)
     if not offsets:
         raise RewindError(f"group {group!r} has no offset on topic {topic!r}")
-    push_reset(controller, topic, group, -1, reset_offset_body(topic, controller.config.broker_name, offsets))
+    if notify is not None:
+        notify(topic, group, offsets)
     logger.info("group %s rewound on %s by %d: %s (injected redelivery)", group, topic, count, offsets)
     return offsets
