@@ -30,9 +30,12 @@ class Listener(MessageListener):
         self.seen = 0
 
     def consume(self, message) -> ConsumeResult:  # type: ignore[no-untyped-def]
+        # The client consumes on several threads: one whole line at a time under the lock, or two
+        # deliveries' lines can interleave into one.
         with self.lock:
             self.seen += 1
-        print(f"RECEIVED {message.message_id} {message.body.decode()}", flush=True)
+            sys.stdout.write(f"RECEIVED {message.message_id} {message.body.decode()}\n")
+            sys.stdout.flush()
         return ConsumeResult.SUCCESS
 
 

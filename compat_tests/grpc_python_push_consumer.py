@@ -42,7 +42,9 @@ class Listener(MessageListener):
             else:
                 result = ConsumeResult.SUCCESS
                 self.succeeded.add(body)
-        print(f"RECEIVED {body} {message.delivery_attempt} {result.name}", flush=True)
+            # several consuming threads: one whole line at a time, under the lock
+            sys.stdout.write(f"RECEIVED {body} {message.delivery_attempt} {result.name}\n")
+            sys.stdout.flush()
         return result
 
 

@@ -28,6 +28,7 @@ from codec.bodies.register import TopicConfig
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.headers.admin import CreateTopicRequestHeader
+from codec.headers.base import EmptyHeader
 from codec.headers.pull import PullMessageRequestHeader, PullSysFlag
 from codec.message import MessageRecord, iter_records
 from compat_tests.reference import (
@@ -236,3 +237,29 @@ def stored(target: GrpcTarget, topic: str) -> dict[int, list[MessageRecord]]:
         if sum(len(v) for v in found.values()) or time.monotonic() > deadline:
             return found
         time.sleep(0.2)
+
+
+def create_group(target: GrpcTarget, group: str, retry_max_times: int, orderly: bool = False) -> None:
+    """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on the broker behind the endpoint."""
+    body = {
+        "groupName": group,
+        "consumeEnable": True,
+        "consumeFromMinEnable": True,
+        "consumeBroadcastEnable": True,
+        "consumeMessageOrderly": orderly,
+        "retryQueueNums": 1,
+        "retryMaxTimes": retry_max_times,
+        "brokerId": 0,
+        "whichBrokerWhenConsumeSlowly": 1,
+        "notifyConsumerIdsChangedEnable": True,
+    }
+
+    async def create() -> None:
+        command = RemotingCommand.request(
+            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, EmptyHeader(), body=json.dumps(body).encode()
+        )
+        async with connect(target.broker_addr) as conn:
+            response = await conn.invoke(command, 10)
+        assert response.code == ResponseCode.SUCCESS, response.remark
+
+    trio.run(create)

@@ -9,7 +9,6 @@ read back over it too.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -17,17 +16,14 @@ import time
 from collections.abc import Iterator
 
 import pytest
-import trio
 
-from codec.codes import RequestCode, ResponseCode
-from codec.command import RemotingCommand
-from codec.headers.base import EmptyHeader
 from compat_tests.grpc_targets import (
     FIFO_TOPIC,
     GRPC_CLIENT,
     REPO,
     RUN_TIMEOUT_S,
     GrpcTarget,
+    create_group,
     create_topic,
     produce,
     run_java,
@@ -36,7 +32,6 @@ from compat_tests.grpc_targets import (
     stored,
 )
 from compat_tests.reference import REFERENCE_LIB
-from gateway.transport.client import connect
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
@@ -55,32 +50,6 @@ def consume_target(
         yield started
     finally:
         started.stop()
-
-
-def create_group(target: GrpcTarget, group: str, retry_max_times: int, orderly: bool = False) -> None:
-    """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on the broker behind the endpoint."""
-    body = {
-        "groupName": group,
-        "consumeEnable": True,
-        "consumeFromMinEnable": True,
-        "consumeBroadcastEnable": True,
-        "consumeMessageOrderly": orderly,
-        "retryQueueNums": 1,
-        "retryMaxTimes": retry_max_times,
-        "brokerId": 0,
-        "whichBrokerWhenConsumeSlowly": 1,
-        "notifyConsumerIdsChangedEnable": True,
-    }
-
-    async def create() -> None:
-        command = RemotingCommand.request(
-            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, EmptyHeader(), body=json.dumps(body).encode()
-        )
-        async with connect(target.broker_addr) as conn:
-            response = await conn.invoke(command, 10)
-        assert response.code == ResponseCode.SUCCESS, response.remark
-
-    trio.run(create)
 
 
 def consume(target: GrpcTarget, mode: str, topic: str, group: str, count: int, seconds: int) -> list[str]:

@@ -21,13 +21,13 @@ import pytest
 
 from compat_tests.grpc_targets import (
     GrpcTarget,
+    create_group,
     create_topic,
     produce,
     start_ours,
     start_real,
 )
 from compat_tests.scenario import of, run_scenario
-from compat_tests.test_grpc_consume_compat import create_group
 from compat_tests.test_grpc_go_compat import run_go
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.grpc_targets import REPO, RUN_TIMEOUT_S, GrpcTarget, create_topic, produce
+from compat_tests.grpc_targets import REPO, RUN_TIMEOUT_S, GrpcTarget, create_group, create_topic, produce
 from gateway.testing.inprocess import InProcessGateway
 from gateway.transport.faults import BUSY_REMARK
 
@@ -140,6 +140,9 @@ def test_python_push_consumer_sees_redelivered_messages_with_their_msg_id(
 ) -> None:
     topic, group = "GrpcRewind", "GrpcRewindGroup"
     create_topic(target, topic)
+    # Consumed from the queues' first message: a queue the consumer had not popped yet when a
+    # message arrived would otherwise start after it (the POP init offset is the queue's max).
+    create_group(target, group, 16)
     command = [sys.executable, "-m", "compat_tests.grpc_python_msgid_consumer", target.grpc_addr]
     consumer = subprocess.Popen(
         [*command, topic, group, "6", "90"],

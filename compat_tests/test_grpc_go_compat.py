@@ -21,9 +21,8 @@ from pathlib import Path
 import pytest
 
 from codec.properties import decode_properties
-from compat_tests.grpc_targets import GrpcTarget, create_topic, start_ours, start_real, stored
+from compat_tests.grpc_targets import GrpcTarget, create_group, create_topic, start_ours, start_real, stored
 from compat_tests.scenario import Event, of, parse_events
-from compat_tests.test_grpc_consume_compat import create_group
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 

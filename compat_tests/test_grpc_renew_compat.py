@@ -28,13 +28,14 @@ import pytest
 from compat_tests.grpc_targets import (
     GRPC_CLIENT,
     GrpcTarget,
+    create_group,
     create_topic,
     run_java,
     start_ours,
     start_real,
 )
 from compat_tests.reference import REFERENCE_LIB
-from compat_tests.test_grpc_consume_compat import bodies, create_group, sent_bodies
+from compat_tests.test_grpc_consume_compat import bodies, sent_bodies
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]

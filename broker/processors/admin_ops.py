@@ -283,14 +283,20 @@ class AdminOpsProcessor:
         if request.body:
             props = parse_properties(request.body.decode("utf-8", errors="replace"))
             logger.info("updateColdDataFlowCtrGroupConfig from %s: %s", ctx.connection, props)
+            skipped: list[str] = []
             for group, value in props.items():
                 threshold = java_long(value)
                 if threshold is None:
-                    logger.error(
-                        "updateColdDataFlowCtrGroupConfig: %s=%r is not a long; skipped", group, value
-                    )
+                    skipped.append(group)
                     continue
                 self.cold_data.add_or_update_group_config(group, threshold)
+            if skipped:  # the client's input: one WARNING line per request, however many entries
+                logger.warning(
+                    "updateColdDataFlowCtrGroupConfig: %d value(s) not a long, skipped (groups %r%s)",
+                    len(skipped),
+                    skipped[:5],
+                    ", …" if len(skipped) > 5 else "",
+                )
         return request.make_response(ResponseCode.SUCCESS)
 
     def remove_cold_data_flow_ctr_config(
