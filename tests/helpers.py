@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,3 +42,16 @@ def broker_config(root: Path, **fields: Any) -> BrokerConfig:
 def registrar_of(config: BrokerConfig) -> NamesrvRegistrar:
     """The NameServer registrar a broker with ``config`` and only its system topics would use."""
     return NamesrvRegistrar(config, TopicConfigManager(config))
+
+
+async def read_ready_line(proc: subprocess.Popen[str], seconds: float) -> str:
+    """The ``ready: …`` line an ``rmq-gateway`` process logs on stderr, read within ``seconds``
+    (earlier lines, such as a warning, are skipped); fails if the process exits first."""
+    assert proc.stderr is not None
+    stderr = proc.stderr
+    line = ""
+    with trio.fail_after(seconds):
+        while "ready: " not in line:
+            line = await trio.to_thread.run_sync(stderr.readline)
+            assert line, "process exited before ready"
+    return line

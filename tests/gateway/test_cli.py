@@ -16,6 +16,7 @@ from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from gateway.cli import build_parser
 from gateway.transport.client import connect
+from tests.helpers import read_ready_line
 
 
 def test_help_documents_every_command() -> None:
@@ -46,12 +47,7 @@ async def test_standalone_starts_serves_and_stops(tmp_path: Path) -> None:
         )
     )
     try:
-        assert proc.stderr is not None
-        line = ""
-        with trio.fail_after(20):
-            while "ready: " not in line:
-                line = await trio.to_thread.run_sync(proc.stderr.readline)
-                assert line, "process exited before ready"
+        line = await read_ready_line(proc, 20)
         match = re.search(r"namesrv=(\S+) broker=(\S+)", line)
         assert match, line
         namesrv_addr, broker_addr = match.groups()

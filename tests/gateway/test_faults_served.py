@@ -24,6 +24,7 @@ from gateway.transport.connection import PeerTimeoutError
 from gateway.transport.connection_state import PeerClosedError
 from gateway.transport.faults import BUSY_REMARK
 from tests.broker.helpers import send_request
+from tests.helpers import read_ready_line
 
 ROUTE = RequestCode.GET_ROUTEINFO_BY_TOPIC
 
@@ -112,12 +113,7 @@ async def test_the_cli_process_serves_the_control_endpoint(tmp_path: Path) -> No
         lambda: subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env)
     )
     try:
-        assert proc.stderr is not None
-        line = ""
-        with trio.fail_after(30):
-            while "ready: " not in line:
-                line = await trio.to_thread.run_sync(proc.stderr.readline)
-                assert line, "process exited before ready"
+        line = await read_ready_line(proc, 30)
         match = re.search(r"broker=(\S+) control=(\S+)", line)
         assert match, line
         broker_addr, control_addr = match.groups()

@@ -17,6 +17,7 @@ import trio
 
 from gateway.cli import build_gateway, build_parser
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
+from tests.helpers import read_ready_line
 
 ROUTE = "/apache.rocketmq.v2.MessagingService/QueryRoute"
 
@@ -75,12 +76,7 @@ async def test_standalone_serves_grpc_over_tls_and_plaintext(tmp_path: Path) -> 
         lambda: subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
     )
     try:
-        assert proc.stderr is not None
-        line = ""
-        with trio.fail_after(30):
-            while "ready: " not in line:
-                line = await trio.to_thread.run_sync(proc.stderr.readline)
-                assert line, "process exited before ready"
+        line = await read_ready_line(proc, 30)
         match = re.search(r"grpc=(\S+)", line)
         assert match, line
         target = match.group(1)

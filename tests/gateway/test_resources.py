@@ -27,6 +27,7 @@ from gateway.resources import (
 )
 from gateway.testing.inprocess import InProcessGateway
 from gateway.transport.client import connect
+from tests.helpers import read_ready_line
 
 FILE = """
 [topics.orders]
@@ -200,12 +201,7 @@ async def test_the_cli_creates_declared_topics_before_ready(tmp_path: Path) -> N
         lambda: subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env)
     )
     try:
-        assert proc.stderr is not None
-        line = ""
-        with trio.fail_after(30):
-            while "ready: " not in line:
-                line = await trio.to_thread.run_sync(proc.stderr.readline)
-                assert line, "process exited before ready"
+        line = await read_ready_line(proc, 30)
         match = re.search(r"namesrv=(\S+)", line)
         assert match, line
         queues = {}
