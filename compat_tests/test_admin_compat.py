@@ -42,10 +42,13 @@ pytestmark = [pytest.mark.compat, pytest.mark.slow]
 LINE = CLIENT_LINES[-1]
 TOPIC, GROUP = "OpsTopic", "opsGroup"
 SENT = 300  # messages of the first producer run; the consumer must see them all
-LOAD = 600  # messages of the second run, sent while the subcommands run
+LOAD = 600  # messages of the second run, just before the statistics are read
 STEP_S = 120.0
 RESET_WAIT_S = 60.0  # the client waits 10 s after RESET_CONSUMER_CLIENT_OFFSET, then rebalances
-MIN_UPTIME_S = 70.0  # of the broker before its statistics are read
+MIN_UPTIME_S = 70.0  # of the broker before the load whose statistics are read
+# statsAll's TPS come from StatsItem's minute samples, taken every 10 s: the load must be at least
+# one sample old when they are read, and (for brokerStatus's putTps) less than a minute old.
+MINUTE_SAMPLE_S = 12.0
 
 
 @dataclass
@@ -61,6 +64,7 @@ class Run:
     metrics_after: str = ""
     consumed_between: int = 0
     sent_between: int = 0
+    load_age_s: float = 0.0  # from the load's last send to the start of the statistics batch
 
 
 def broker_addr(target: Target) -> str:
@@ -122,9 +126,16 @@ def exercise(name: str, workdir: Path) -> Run:
             STEP_S,
             "first consumption",
         )
+        conn = mqadmin_batch(naddr, {"conn": ["consumerConnection", "-g", GROUP]}, home)["conn"]
+        client_id = next(line.split()[0] for line in conn.splitlines() if "@" in line)
+        # putTps and statsAll's TPS are over the last minute: the load goes in once the broker has
+        # the 61 one-second samples putTps needs (Java prints an empty field before), and the
+        # statistics are read as soon as it has been consumed.
+        time.sleep(max(0.0, started + MIN_UPTIME_S - time.monotonic()))
         run.metrics_before = scrape(metrics_port)
         load = start_scenario(LINE, "produce", naddr, home, STEP_S, topic=TOPIC, count=LOAD, group="opsLoad")
         load_sent = of(load.wait(), "sent")
+        load_ended = time.monotonic()
         wait_for(
             lambda: len({e["uid"] for e in of(consumer.events(), "received")}) >= len(sent) + len(load_sent),
             STEP_S,
@@ -136,8 +147,6 @@ def exercise(name: str, workdir: Path) -> Run:
         run.metrics_after = scrape(metrics_port)
         (workdir / "metrics-before.txt").write_text(run.metrics_before)
         (workdir / "metrics-after.txt").write_text(run.metrics_after)
-        conn = mqadmin_batch(naddr, {"conn": ["consumerConnection", "-g", GROUP]}, home)["conn"]
-        client_id = next(line.split()[0] for line in conn.splitlines() if "@" in line)
         workdir.joinpath("topics.json").write_text(
             json.dumps([{"topicName": "OpsList1", "readQueueNums": 2, "writeQueueNums": 2, "perm": 6},
                         {"topicName": "OpsList2", "readQueueNums": 1, "writeQueueNums": 1, "perm": 6}])
@@ -146,17 +155,17 @@ def exercise(name: str, workdir: Path) -> Run:
             json.dumps([{"groupName": "opsListG1", "retryMaxTimes": 5}, {"groupName": "opsListG2"}])
         )
         msg_id = sent[3]["msgId"]
-        # putTps over 60 s needs 61 one-second samples (Java prints an empty field before).
-        time.sleep(max(0.0, started + MIN_UPTIME_S - time.monotonic()))
+        time.sleep(max(0.0, load_ended + MINUTE_SAMPLE_S - time.monotonic()))
+        run.load_age_s = time.monotonic() - load_ended
         run.out = mqadmin_batch(
             naddr,
             {
+                "brokerStatus": ["brokerStatus", "-b", addr],
+                "statsAll": ["statsAll", "-t", TOPIC],
                 "clusterList_m": ["clusterList", "-m"],
                 "clusterList": ["clusterList"],
-                "brokerStatus": ["brokerStatus", "-b", addr],
                 "getBrokerConfig": ["getBrokerConfig", "-b", addr],
                 "getNamesrvConfig": ["getNamesrvConfig"],
-                "statsAll": ["statsAll", "-t", TOPIC],
                 "topicList": ["topicList"],
                 "updateTopicList": ["updateTopicList", "-b", addr, "-f", str(workdir / "topics.json")],
                 "updateBrokerConfig": [
@@ -354,11 +363,13 @@ def test_statistics_move_with_the_traffic(runs: dict[str, Run], name: str) -> No
     assert int(status["msgPutTotalTodayNow"]) >= run.sent
     assert int(status["msgGetTotalTodayNow"]) >= run.sent
     assert 0 < float(status["commitLogDiskRatio"]) < 1
-    assert float(status["putTps"].split()[1]) > 0, status["putTps"]  # the last minute saw the load
+    assert MINUTE_SAMPLE_S <= run.load_age_s < 45, f"statistics read {run.load_age_s:.1f} s after the load"
+    # The last minute saw the load.
+    assert float(status["putTps"].split()[1]) > 0, (status["putTps"], f"load age {run.load_age_s:.1f} s")
     cluster = next(r for r in out["clusterList"].splitlines() if r.startswith("DefaultCluster"))
     assert re.search(r"\s0\.\d{4}\s+true$", cluster), cluster  # #SPACE: disk ratio of the store
     stats_row = next(r.split() for r in out["statsAll"].splitlines() if r.split()[:2] == [TOPIC, GROUP])
-    assert float(stats_row[3]) > 0, stats_row  # in TPS
+    assert float(stats_row[3]) > 0, (stats_row, f"load age {run.load_age_s:.1f} s")  # in TPS
     assert float(stats_row[4]) > 0, stats_row  # out TPS
     # 24-hour totals come from samples (StatsItem's minute samples): the newest sends may not be in
     # the last sample yet (the real broker once showed 600 of 900), so they must only have moved.
