@@ -1,7 +1,8 @@
 """``rmq-compat`` (compat_tests/tool, docs/compat-tool.md) run as a user runs it, against real
-servers: our gateway with every feature on (``--quick``: every row passes), our gateway lacking a
-feature and without a gRPC endpoint (those rows say why, the rest pass), and the real Apache
-RocketMQ 5.3.3 broker beside ours (``--against``: no differences). The tool's logic without
+servers: our gateway with every feature on (``--quick``: every row passes), the real Apache
+RocketMQ 5.3.3 Proxy in local mode with the same features on (every row passes there too), our
+gateway lacking a feature and without a gRPC endpoint (those rows say why, the rest pass), and the
+real 5.3.3 broker beside ours (``--against``: no differences). The tool's logic without
 servers is tested in tests/test_compat_tool.py."""
 
 from __future__ import annotations
@@ -19,20 +20,14 @@ from typing import Any
 
 import pytest
 
+from compat_tests.compat_matrix import ALL_FEATURES
+from compat_tests.grpc_targets import start_real
 from compat_tests.reference import REFERENCE_LIB
 from compat_tests.targets import REPO, GatewayTarget, ReferenceTarget
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
 TOOL_TIMEOUT_S = 900.0  # a whole --quick run on a loaded 2-core machine
-# Every feature of the catalogue on: SQL92 filtering and recall are off by default (as in Java),
-# and a check-back of an open transaction comes within seconds rather than a minute.
-ALL_FEATURES = {
-    "enablePropertyFilter": "true",
-    "recallMessageEnable": "true",
-    "transactionTimeOut": "3000",
-    "transactionCheckInterval": "1000",
-}
 
 
 def grpc_address(target: GatewayTarget) -> str:
@@ -87,6 +82,22 @@ def test_quick_run_against_our_gateway_passes_every_row(ours: GatewayTarget, tmp
     assert code == 0
     features = {r["feature"] for r in rows(report).values()}
     assert {"SQL92 filter", "transaction", "POP", "gRPC FIFO", "mqadmin"} <= features
+
+
+def test_quick_run_against_the_real_proxy_passes_every_row(java: None, tmp_path: Path) -> None:
+    """The same catalogue is right about the reference: the 5.3.3 Proxy in local mode (its broker
+    inside it) passes every quick row, remoting and gRPC."""
+    (tmp_path / "real").mkdir()
+    real = start_real(tmp_path / "real", ALL_FEATURES)
+    try:
+        address = ("--namesrv", real.namesrv_addr, "--grpc", real.grpc_addr)
+        code, _, report = rmq_compat(tmp_path, *address, "--quick", "--jobs", "4")
+    finally:
+        real.stop()
+    failing = {k: (r["status"], r["reason"]) for k, r in rows(report).items() if r["status"] != "passed"}
+    assert failing == {}
+    assert code == 0
+    assert any("grpc" in r["tags"] for r in rows(report).values())
 
 
 def test_a_target_lacking_sql92_and_grpc_says_so_per_row(java: None, tmp_path: Path) -> None:
