@@ -78,12 +78,15 @@ class DriverRun:
         return self.end.server_cpu_s - self.start.server_cpu_s
 
     def metrics(self) -> dict[str, Any]:
-        """msgs/s, server CPU µs per message, latency percentiles and the noise of the phase."""
+        """msgs/s, server CPU µs per message, latency percentiles and the noise of the phase (and
+        the messages of the warm-up, when the driver counts them)."""
         ok = int(self.result["ok"])
         wall = self.end.at - self.start.at
         busy = self.end.machine_busy_s - self.start.machine_busy_s
         driver = self.end.driver_cpu_s - self.start.driver_cpu_s
+        warmed = {"warmup_msgs": self.result["warmup_msgs"]} if "warmup_msgs" in self.result else {}
         return {
+            **warmed,
             "msgs_per_s": float(self.result["tps"]),
             "ok": ok,
             "failed": int(self.result["failed"]),
