@@ -127,6 +127,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if not set(args.targets) <= {"ours", "reference"} or not args.targets:
         p.error("--targets takes ours and/or reference")
     if args.before:
+        for rev in {args.before, args.ours_source} - {"worktree"}:
+            known = subprocess.run(
+                ["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+                capture_output=True,
+            )
+            if known.returncode != 0:
+                p.error(f"not a revision of this repository: {rev}")
         args.targets.append("before")
     return args
 
@@ -272,6 +279,10 @@ def main(argv: list[str] | None = None) -> int:
         watch.stop()
     meta["machine"]["loadavg_at_end"] = Path("/proc/loadavg").read_text().split()[:3]
     meta["runtime_s"] = round(time.perf_counter() - began, 1)
+    loaded = [r for r in rows if r.get("loaded")]
+    if loaded:
+        windows = sum(1 for r in rows if "others_load_start" in r)
+        meta["loaded"] = f"{LOADED}: {len(loaded)} of {windows} measured windows were on a loaded machine"
     summary = summarize(rows)
     table = render_table(summary, meta)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -162,3 +162,5 @@ def test_before_option_adds_a_third_target_and_thresholds_are_options() -> None:
     assert defaults.targets == ["ours", "reference"]
     assert (defaults.max_load, defaults.max_other_cores, defaults.grpc_warmup_msgs) == (1.0, 0.25, 5000)
     assert {"grpc_send1", "grpc_async", "grpc_fifo16", "grpc_push"} <= set(defaults.cases)
+    with pytest.raises(SystemExit):
+        parse_args(["--before", "no-such-revision"])

@@ -96,6 +96,10 @@ def test_smoke_run_of_the_grpc_cases_with_every_window_marked_loaded(tmp_path: P
     assert rows["grpc_push"]["ok"] >= BACKLOG
     assert rows["grpc_push"]["warmup_msgs"] == WARMUP_MSGS
     assert rows["grpc_push"]["store_to_delivery_p50_ms"] > 0
+    assert (
+        result["meta"]["loaded"]
+        == "LOADED: not a publishable figure: 4 of 4 measured windows were on a loaded machine"
+    )
     table = (tmp_path / "smoke.md").read_text()
     assert table.startswith("**LOADED: not a publishable figure.**")
     grpc_table = table[table.index("### gRPC against the Proxy") :]
