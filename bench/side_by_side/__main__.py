@@ -5,12 +5,16 @@
     python -m bench.side_by_side                         # every case, 3 rounds (~15 min)
     python -m bench.side_by_side --cases sync16,batch --rounds 2 --duration 5
     python -m bench.side_by_side --targets ours --ours-source HEAD~3   # one commit of ours only
+    python -m bench.side_by_side --cases grpc_send1,grpc_send --before 10085c3   # three targets
 
 Each round starts each target afresh (temporary store and HOME), alternating which goes first,
 times its start-up, reads its idle memory and runs the selected cases with our Java load driver
 (bench/java, built on first use); SYNC_FLUSH cases get a server of their own, and so do the gRPC
 cases (the reference's broker then inside the 5.3.3 Proxy in local mode), whose start-up and idle
-memory are the ``grpc_startup`` and ``grpc_memory`` rows. Results go to
+memory are the ``grpc_startup`` and ``grpc_memory`` rows. ``--before REV`` adds a third target,
+ours at REV (both of ours then run their modules from source), alternated with the other two.
+Every measured window is judged for noise (calibration.py): a row measured while other processes
+loaded the machine is marked LOADED, and so is the top of the markdown. Results go to
 ``bench/results/<date>.json`` with a markdown table (also printed) and a PNG chart beside it.
 See docs/benchmarks.md for what each case measures and how to read the figures.
 """
@@ -30,7 +34,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from bench.side_by_side.cases import CASES, DEFAULT_CASES, Case, Params, idle_memory
+from bench.side_by_side.calibration import LOADED, LoadWatch, Thresholds, calibrate
+from bench.side_by_side.cases import CASES, DEFAULT_CASES, GRPC_WARMUP_MSGS, Case, Params, idle_memory
 from bench.side_by_side.driver import build_driver
 from bench.side_by_side.report import render_chart, render_table, summarize
 from bench.side_by_side.servers import (
@@ -71,12 +76,38 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=3, help="rounds per target (default 3)")
     p.add_argument("--duration", type=float, default=8.0, help="measured seconds per timed case (default 8)")
     p.add_argument("--warmup", type=float, default=3.0, help="unmeasured seconds before it (default 3)")
+    p.add_argument(
+        "--grpc-warmup-msgs",
+        type=int,
+        default=GRPC_WARMUP_MSGS,
+        help=f"gRPC cases: messages the warm-up lasts at least, beside --warmup ({GRPC_WARMUP_MSGS:,})",
+    )
+    p.add_argument(
+        "--max-load",
+        type=float,
+        default=Thresholds.max_load,
+        help="mark a row LOADED when other processes' 1-minute load before its window exceeds this "
+        f"(default {Thresholds.max_load})",
+    )
+    p.add_argument(
+        "--max-other-cores",
+        type=float,
+        default=Thresholds.max_other_cores,
+        help="mark a row LOADED when other processes used more cores in its window "
+        f"(default {Thresholds.max_other_cores})",
+    )
     p.add_argument("--size", type=int, default=1024, help="message body bytes (default 1024)")
     p.add_argument("--backlog", type=int, default=100_000, help="messages the consumer drains (100,000)")
     p.add_argument(
         "--ours-source",
         default="worktree",
         help="'worktree' (default) or a git revision of ours to export and run",
+    )
+    p.add_argument(
+        "--before",
+        default=None,
+        metavar="REV",
+        help="a third target: ours at git revision REV, beside the other two (its own column)",
     )
     p.add_argument("--out", type=Path, default=REPO / "bench" / "results", help="results directory")
     p.add_argument("--name", default=None, help="file name stem (default: today's date)")
@@ -95,6 +126,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     if not set(args.targets) <= {"ours", "reference"} or not args.targets:
         p.error("--targets takes ours and/or reference")
+    if args.before:
+        for rev in {args.before, args.ours_source} - {"worktree"}:
+            known = subprocess.run(
+                ["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+                capture_output=True,
+            )
+            if known.returncode != 0:
+                p.error(f"not a revision of this repository: {rev}")
+        args.targets.append("before")
     return args
 
 
@@ -125,15 +165,20 @@ def run_server(
     setup: tuple[bool, bool],
     cases: list[Case],
     args: argparse.Namespace,
-    source: Path,
+    sources: dict[str, Path],
     rnd: int,
+    watch: LoadWatch | None = None,
 ) -> list[dict[str, Any]]:
-    """Start one server set-up (``setup`` = (sync_flush, grpc)), measure start-up and memory, run
-    ``cases`` on it, stop it."""
+    """Start one server set-up (``setup`` = (sync_flush, grpc)) of ``target_name`` (ours, before:
+    ours from ``sources[target_name]``; reference), measure start-up and memory, run ``cases`` on it
+    (each window judged with ``watch``), stop it."""
     sync_flush, grpc = setup
     target: Ours | Reference = (
-        Ours(source, sync_flush) if target_name == "ours" else Reference(sync_flush, grpc)
+        Reference(sync_flush, grpc)
+        if target_name == "reference"
+        else Ours(sources[target_name], sync_flush, name=target_name, pure=bool(args.before))
     )
+    thresholds = Thresholds(args.max_load, args.max_other_cores)
     rows: list[dict[str, Any]] = []
     base = {"round": rnd, "target": target_name, "flush": "SYNC_FLUSH" if sync_flush else "ASYNC_FLUSH"}
     if grpc:
@@ -148,11 +193,14 @@ def run_server(
             rows.append(row)
         if memory in args.cases and not sync_flush:
             rows.append({**base, "case": memory, **idle_memory(target)})
-        params = Params(args.duration, args.warmup, args.size, args.backlog, args.profile)
+        params = Params(
+            args.duration, args.warmup, args.size, args.backlog, args.profile, args.grpc_warmup_msgs
+        )
         for case in cases:
             started = time.perf_counter()
             try:
                 metrics = case.run(target, params, f"Bench_{case.name}_{rnd}")
+                calibrate(metrics, watch, thresholds)
             except Exception as err:  # one failing case must not lose the others' results
                 logger.error("%s %s round %d failed: %s", target_name, case.name, rnd, err)
                 metrics = {"error": "".join(traceback.format_exception_only(err)).strip()[-2000:]}
@@ -184,7 +232,15 @@ def _brief(m: dict[str, Any]) -> str:
     if "error" in m:
         return "ERROR"
     cpu = m.get("server_cpu_us_per_msg")
-    return f"{m.get('msgs_per_s', 0):,.0f} msgs/s, {cpu or 0:.1f} µs CPU/msg, p99 {m.get('p99_ms', 0):.2f} ms"
+    line = f"{m.get('msgs_per_s', 0):,.0f} msgs/s, {cpu or 0:.1f} µs CPU/msg, p99 {m.get('p99_ms', 0):.2f} ms"
+    if "others_load_start" in m:
+        line += (
+            f"; load {m['load_1m_start']:.2f} (others {m['others_load_start']:.2f}) before, "
+            f"other processes {m.get('other_cores') or 0:.2f} cores"
+        )
+    if m.get("loaded"):
+        line += f"  ** {LOADED}: {'; '.join(m['loaded'])} **"
+    return line
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -195,11 +251,15 @@ def main(argv: list[str] | None = None) -> int:
     build_driver()
     if any(grpc for (_, grpc), _ in setups):
         build_driver(grpc=True)
-    source = REPO if args.ours_source == "worktree" else export_revision(args.ours_source)
+    sources = {"ours": REPO if args.ours_source == "worktree" else export_revision(args.ours_source)}
+    if args.before:
+        sources["before"] = export_revision(args.before)
     meta: dict[str, Any] = {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": machine(),
-        "ours": describe_source(args.ours_source),
+        "ours": describe_source(args.ours_source) + (" (pure modules)" if args.before else ""),
+        **({"before": f"{describe_source(args.before)} (pure modules)"} if args.before else {}),
+        "thresholds": {"max_load": args.max_load, "max_other_cores": args.max_other_cores},
         "reference": f"Apache RocketMQ {REFERENCE_VERSION} (Maven Central), NameServer and Broker "
         "heaps 256 MiB each; gRPC: the Proxy in local mode (broker inside it) beside the NameServer",
         "client": f"rocketmq-client {CLIENT_VERSION} (bench/java driver); gRPC: rocketmq-client-java "
@@ -207,13 +267,22 @@ def main(argv: list[str] | None = None) -> int:
         "options": {k: (_shown(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
     }
     rows: list[dict[str, Any]] = []
-    for rnd in range(args.rounds):
-        order = args.targets if rnd % 2 == 0 else list(reversed(args.targets))
-        for target_name in order:
-            for setup, cases in setups:
-                rows += run_server(target_name, setup, cases, args, source, rnd)
+    watch = LoadWatch()
+    watch.start()
+    try:
+        for rnd in range(args.rounds):
+            shift = rnd % len(args.targets)  # each target first in turn
+            for target_name in args.targets[shift:] + args.targets[:shift]:
+                for setup, cases in setups:
+                    rows += run_server(target_name, setup, cases, args, sources, rnd, watch)
+    finally:
+        watch.stop()
     meta["machine"]["loadavg_at_end"] = Path("/proc/loadavg").read_text().split()[:3]
     meta["runtime_s"] = round(time.perf_counter() - began, 1)
+    loaded = [r for r in rows if r.get("loaded")]
+    if loaded:
+        windows = sum(1 for r in rows if "others_load_start" in r)
+        meta["loaded"] = f"{LOADED}: {len(loaded)} of {windows} measured windows were on a loaded machine"
     summary = summarize(rows)
     table = render_table(summary, meta)
     args.out.mkdir(parents=True, exist_ok=True)

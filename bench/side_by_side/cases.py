@@ -8,6 +8,9 @@ share one ASYNC_FLUSH server per target and round (fresh store each round).
 
 The gRPC cases drive the endpoint with ``rmqbench.GrpcBench`` (rocketmq-client-java 5.0.8,
 plaintext); topics are created and backlogs filled over the remoting protocol as for the others.
+Their warm-up lasts ``--warmup`` seconds and at least ``--grpc-warmup-msgs`` messages (a fresh JVM
+compiles its hot paths over the first few thousand); the consumer cases fill that many more
+messages than ``--backlog``, so the warm-up does not eat the measured backlog.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.side_by_side.driver import GRPC_DRIVER, run_driver
+from bench.side_by_side.driver import GRPC_DRIVER, RUN_TIMEOUT_S, run_driver
 from bench.side_by_side.official import run_official, warmup_lines
 from bench.side_by_side.profile import PhaseProfiler
 from bench.side_by_side.servers import Target, create_topic, memory_kib, stored_messages
@@ -32,6 +35,10 @@ LOOKUP_CONNECTIONS = 8
 GRPC_SEND_THREADS = 16
 GRPC_RECEIVE_THREADS = 4  # threads calling receive on one SimpleConsumer
 GRPC_RECEIVE_BATCH = 32  # messages asked per receive
+GRPC_WARMUP_MSGS = 5000  # messages before a gRPC case's window (--grpc-warmup-msgs)
+FIFO_ATTRIBUTES = "+message.type=FIFO"  # TopicAttributes.TOPIC_MESSAGE_TYPE_ATTRIBUTE
+# msgs/s a consumer drain is allowed at least before its driver is killed (a 100,000 backlog: 500 s)
+DRAIN_FLOOR_MSGS_PER_S = 200
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,7 @@ class Params:
     size: int
     backlog: int = BACKLOG
     profile_dir: Path | None = None  # py-spy profiles of ours during producer cases (profile.py)
+    grpc_warmup_msgs: int = GRPC_WARMUP_MSGS
 
 
 @dataclass(frozen=True)
@@ -55,7 +63,7 @@ class Case:
     higher_is_better: str = "msgs_per_s"  # the headline figure of the row
 
 
-def _producer(target: Target, p: Params, topic: str, **options: object) -> dict[str, Any]:
+def _producer(target: Target, p: Params, topic: str, **options: Any) -> dict[str, Any]:
     create_topic(target.broker_addr, target.namesrv_addr, topic, TOPIC_QUEUES)
     profiler = None
     if p.profile_dir is not None and target.name == "ours":
@@ -98,10 +106,11 @@ def fixed_rate(target: Target, p: Params, topic: str) -> dict[str, Any]:
     return _producer(target, p, topic, threads=8, send="sync", rate=FIXED_RATE)
 
 
-def _fill_backlog(target: Target, p: Params, topic: str) -> tuple[int, float]:
-    """Create ``topic`` and store ``p.backlog`` messages in batches (not measured): (messages the
-    broker holds, with the driver's priming send; the filling msgs/s)."""
+def _fill_backlog(target: Target, p: Params, topic: str, extra: int = 0) -> tuple[int, float]:
+    """Create ``topic`` and store ``p.backlog`` + ``extra`` messages in batches (not measured):
+    (messages the broker holds, with the driver's priming send; the filling msgs/s)."""
     create_topic(target.broker_addr, target.namesrv_addr, topic, TOPIC_QUEUES)
+    wanted = p.backlog + extra
     fill = run_driver(
         "producer",
         target.pids(),
@@ -111,11 +120,12 @@ def _fill_backlog(target: Target, p: Params, topic: str) -> tuple[int, float]:
         threads=8,
         send="batch",
         batch=32,
-        count=p.backlog,
+        count=wanted,
+        run_timeout_s=max(RUN_TIMEOUT_S, wanted / DRAIN_FLOOR_MSGS_PER_S),
     )
     stored = stored_messages(target.broker_addr, topic, TOPIC_QUEUES)
-    if stored < p.backlog:
-        raise RuntimeError(f"backlog: only {stored} of {p.backlog} messages stored")
+    if stored < wanted:
+        raise RuntimeError(f"backlog: only {stored} of {wanted} messages stored")
     return stored, float(fill.result["tps"])
 
 
@@ -139,28 +149,52 @@ def consume_backlog(target: Target, p: Params, topic: str) -> dict[str, Any]:
     return out
 
 
-def grpc_send(target: Target, p: Params, topic: str) -> dict[str, Any]:
-    """Sync sends from threads sharing one gRPC Producer, for ``p.duration_s`` after the warm-up."""
-    create_topic(target.broker_addr, target.namesrv_addr, topic, TOPIC_QUEUES)
+def _grpc_producer(
+    target: Target, p: Params, topic: str, attributes: str = "", **options: Any
+) -> dict[str, Any]:
+    """Sends from one gRPC Producer for ``p.duration_s`` after the warm-up (``options``: the
+    driver's threads, inflight, fifo)."""
+    create_topic(target.broker_addr, target.namesrv_addr, topic, TOPIC_QUEUES, attributes)
     run = run_driver(
         "send",
         target.pids(),
         main=GRPC_DRIVER,
         endpoint=target.grpc_addr,
         topic=topic,
-        threads=GRPC_SEND_THREADS,
         size=p.size,
         duration=p.duration_s,
         warmup=p.warmup_s,
+        warmup_msgs=p.grpc_warmup_msgs,
+        **options,
     )
     return run.metrics()
 
 
+def grpc_send(target: Target, p: Params, topic: str) -> dict[str, Any]:
+    """Sync sends from 16 threads sharing one gRPC Producer."""
+    return _grpc_producer(target, p, topic, threads=GRPC_SEND_THREADS)
+
+
+def grpc_send_1(target: Target, p: Params, topic: str) -> dict[str, Any]:
+    """Sync sends from one thread: each send's full round trip, one at a time."""
+    return _grpc_producer(target, p, topic, threads=1)
+
+
+def grpc_async(target: Target, p: Params, topic: str) -> dict[str, Any]:
+    """One thread keeping at most :data:`ASYNC_IN_FLIGHT` ``sendAsync`` calls in flight."""
+    return _grpc_producer(target, p, topic, inflight=ASYNC_IN_FLIGHT)
+
+
+def grpc_fifo_16(target: Target, p: Params, topic: str) -> dict[str, Any]:
+    """Sync FIFO sends from 16 threads, each its own message group, to a FIFO topic."""
+    return _grpc_producer(target, p, topic, FIFO_ATTRIBUTES, threads=GRPC_SEND_THREADS, fifo="true")
+
+
 def grpc_receive(target: Target, p: Params, topic: str) -> dict[str, Any]:
-    """Store ``p.backlog`` messages, then a SimpleConsumer receives and acknowledges them: warm-up
-    from the first message, then ``p.duration_s`` or until the backlog is drained. The RT figures
-    are those of one receive with the acks of its batch."""
-    stored, fill_rate = _fill_backlog(target, p, topic)
+    """Store ``p.backlog`` messages (and the warm-up's), then a SimpleConsumer receives and
+    acknowledges them: warm-up from the first message, then ``p.duration_s`` or until the backlog is
+    drained. The RT figures are those of one receive with the acks of its batch."""
+    stored, fill_rate = _fill_backlog(target, p, topic, p.grpc_warmup_msgs)
     run = run_driver(
         "receive",
         target.pids(),
@@ -173,8 +207,32 @@ def grpc_receive(target: Target, p: Params, topic: str) -> dict[str, Any]:
         batch=GRPC_RECEIVE_BATCH,
         duration=p.duration_s,
         warmup=p.warmup_s,
+        warmup_msgs=p.grpc_warmup_msgs,
     )
     out = run.metrics()
+    out["backlog_fill_msgs_per_s"] = fill_rate
+    return out
+
+
+def grpc_push(target: Target, p: Params, topic: str) -> dict[str, Any]:
+    """Store ``p.backlog`` messages plus the warm-up's, then a gRPC PushConsumer drains them all: the
+    window runs from the end of the warm-up's messages to the last message. Its RT figures are
+    born-to-consumed (the age of the backlog), reported as ``store_to_delivery_*``."""
+    stored, fill_rate = _fill_backlog(target, p, topic, p.grpc_warmup_msgs)
+    run = run_driver(
+        "push",
+        target.pids(),
+        main=GRPC_DRIVER,
+        run_timeout_s=max(RUN_TIMEOUT_S, stored / DRAIN_FLOOR_MSGS_PER_S),
+        endpoint=target.grpc_addr,
+        topic=topic,
+        group=f"{topic}_push",
+        count=stored,
+        warmup_msgs=min(p.grpc_warmup_msgs, stored - 1),
+    )
+    out = run.metrics()
+    for key in ("avg_rt_ms", "max_rt_ms", "p50_ms", "p99_ms", "p999_ms"):
+        out[f"store_to_delivery_{key}"] = out.pop(key)
     out["backlog_fill_msgs_per_s"] = fill_rate
     return out
 
@@ -272,15 +330,20 @@ CASES: dict[str, Case] = {
             "official Producer, 16 threads, its defaults (128 B, BenchmarkTest: 1,024 queues)",
             official_defaults,
         ),
+        Case("grpc_send1", "gRPC sync send, 1 thread", grpc_send_1, grpc=True),
         Case("grpc_send", f"gRPC sync send, {GRPC_SEND_THREADS} threads", grpc_send, grpc=True),
+        Case("grpc_async", f"gRPC async send, {ASYNC_IN_FLIGHT:,} in flight", grpc_async, grpc=True),
+        Case("grpc_fifo16", f"gRPC FIFO sync send, {GRPC_SEND_THREADS} threads", grpc_fifo_16, grpc=True),
         Case(
             "grpc_receive",
             f"gRPC SimpleConsumer receive + ack, {GRPC_RECEIVE_THREADS} threads x {GRPC_RECEIVE_BATCH}",
             grpc_receive,
             grpc=True,
         ),
+        Case("grpc_push", "gRPC PushConsumer drains the backlog", grpc_push, grpc=True),
     )
 }
+GRPC_CASES = tuple(name for name, case in CASES.items() if case.grpc)
 OFFICIAL_CASES = tuple(name for name in CASES if name.startswith("official_"))
 # The official programs need a mirror of apache/rocketmq to build: selected by name only.
 DEFAULT_CASES = tuple(name for name in CASES if name not in OFFICIAL_CASES)

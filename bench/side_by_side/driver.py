@@ -5,7 +5,8 @@ The driver prints ``MARK start`` when its measured phase begins (after the warm-
 consumed message) and ``MARK end`` when it ends; this module reads its output as it comes and takes
 a snapshot at each mark of the server processes' CPU time, the driver's own CPU time and the whole
 machine's busy time. So a case reports the **server CPU seconds per message** of exactly the measured
-phase, and how much CPU *other* processes used meanwhile (the noise of a shared machine).
+phase, and how much CPU *other* processes used meanwhile (the noise of a shared machine), with the
+machine's 1-minute load average at both marks (bench/side_by_side/calibration.py judges them).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.side_by_side.calibration import system_load
 from bench.side_by_side.servers import cpu_seconds, die_with_parent, machine_busy_seconds
 
 JAVA_DIR = Path(__file__).resolve().parents[1] / "java"
@@ -51,12 +53,15 @@ class Snapshot:
     server_cpu_s: float
     driver_cpu_s: float
     machine_busy_s: float
+    load_1m: float | None = None  # the machine's 1-minute load average (None: not read)
 
     @classmethod
     def take(cls, server_pids: list[int], driver_pid: int) -> Snapshot:
-        """Now: the servers' and the driver's CPU seconds and the machine's busy seconds."""
+        """Now: the servers' and the driver's CPU seconds, the machine's busy seconds and load."""
         now = time.perf_counter()
-        return cls(now, cpu_seconds(server_pids), cpu_seconds([driver_pid]), machine_busy_seconds())
+        return cls(
+            now, cpu_seconds(server_pids), cpu_seconds([driver_pid]), machine_busy_seconds(), system_load()
+        )
 
 
 @dataclass
@@ -73,12 +78,15 @@ class DriverRun:
         return self.end.server_cpu_s - self.start.server_cpu_s
 
     def metrics(self) -> dict[str, Any]:
-        """msgs/s, server CPU µs per message, latency percentiles and the noise of the phase."""
+        """msgs/s, server CPU µs per message, latency percentiles and the noise of the phase (and
+        the messages of the warm-up, when the driver counts them)."""
         ok = int(self.result["ok"])
         wall = self.end.at - self.start.at
         busy = self.end.machine_busy_s - self.start.machine_busy_s
         driver = self.end.driver_cpu_s - self.start.driver_cpu_s
+        warmed = {"warmup_msgs": self.result["warmup_msgs"]} if "warmup_msgs" in self.result else {}
         return {
+            **warmed,
             "msgs_per_s": float(self.result["tps"]),
             "ok": ok,
             "failed": int(self.result["failed"]),
@@ -93,6 +101,9 @@ class DriverRun:
             "warnings": self.result.get("warnings", []),
             # Cores other processes kept busy during the phase: the machine's noise.
             "other_cores": max(0.0, (busy - self.server_cpu_s - driver) / wall) if wall > 0 else None,
+            "load_1m_start": self.start.load_1m,
+            "load_1m_end": self.end.load_1m,
+            "window_at": (self.start.at, self.end.at),  # for calibration.calibrate, which removes it
         }
 
 
@@ -101,10 +112,12 @@ def run_driver(
     server_pids: list[int],
     main: str = REMOTING_DRIVER,
     on_mark: Callable[[str], None] | None = None,
+    run_timeout_s: float = RUN_TIMEOUT_S,
     **options: object,
 ) -> DriverRun:
     """Run ``<main> <mode> --key value ...`` and measure it; ``on_mark`` is called with each mark's
-    name right after its snapshot (the profiler's start and stop). Raises :class:`DriverError`."""
+    name right after its snapshot (the profiler's start and stop); the driver is killed after
+    ``run_timeout_s``. Raises :class:`DriverError`."""
     cmd = ["java", DRIVER_HEAP, "-cp", CLASSPATHS[main], main, mode]
     for key, value in options.items():
         cmd += [f"--{key.replace('_', '-')}", str(value)]
@@ -112,7 +125,8 @@ def run_driver(
     # database, not $HOME): a home of the run's own keeps them out of the user's.
     with tempfile.TemporaryDirectory(prefix="bench-driver-") as home:
         cmd.insert(1, f"-Duser.home={home}")
-        return _measure(cmd, {**os.environ, "HOME": home}, server_pids, on_mark, mode, options)
+        env = {**os.environ, "HOME": home}
+        return _measure(cmd, env, server_pids, on_mark, mode, options, run_timeout_s)
 
 
 def _measure(
@@ -122,6 +136,7 @@ def _measure(
     on_mark: Callable[[str], None] | None,
     mode: str,
     options: dict[str, object],
+    run_timeout_s: float,
 ) -> DriverRun:
     """:func:`run_driver`'s run of ``cmd``: its marks, seconds, result and errors read as printed."""
     proc = subprocess.Popen(
@@ -145,7 +160,7 @@ def _measure(
     seconds: list[str] = []
     errors: list[str] = []
     warnings: list[str] = []  # the driver's first few send failures
-    timer = threading.Timer(RUN_TIMEOUT_S, proc.kill)
+    timer = threading.Timer(run_timeout_s, proc.kill)
     timer.start()
     try:
         assert proc.stdout is not None

@@ -1,8 +1,10 @@
 """Summary of a side-by-side run: medians per case and target, ratios, a markdown table, a chart.
 
-Ratios are always *ours / reference*: above 1 is better for msgs/s, below 1 is better for CPU per
-message, latency, start-up time and memory. Ranges (min-max over rounds) are kept beside medians,
-since throughput on a shared machine moves with the neighbours while CPU per message barely does.
+Ratios are always *ours / reference* (and, with a ``before`` target, *ours / before* apart): above 1
+is better for msgs/s, below 1 is better for CPU per message, latency, start-up time and memory.
+Ranges (min-max over rounds) are kept beside medians, since throughput on a shared machine moves
+with the neighbours while CPU per message barely does. A case with a window measured on a loaded
+machine (calibration.py) says so on its row, and the file says so at its top.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from bench.side_by_side.cases import CASES
+from bench.side_by_side.calibration import LOADED
+from bench.side_by_side.cases import CASES, GRPC_CASES
 
 THROUGHPUT_METRICS = (
     "msgs_per_s",
@@ -22,7 +25,10 @@ THROUGHPUT_METRICS = (
     "other_cores",
     "avg_rt_ms",
     "failed",
+    "load_1m_start",
+    "others_load_start",
 )
+NOISE_METRICS = ("other_cores", "load_1m_start", "others_load_start")  # no ratio of these
 MEMORY_METRICS = ("rss_mib", "anon_mib", "file_mib")
 SERVER_METRICS = {
     "startup": ("ready_s", "first_send_s"),
@@ -44,6 +50,8 @@ SERVER_LABELS = {  # (case, metric): (row label, digits)
     ("grpc_memory", "file_mib"): ("    of which mapped files (MiB)", 1),
 }
 TARGETS = ("ours", "reference")
+ALL_TARGETS = ("before", "ours", "reference")  # before: ours at an older revision (--before)
+GRPC_HEADERS = {"before": "before", "ours": "ours", "reference": "Proxy"}
 # Each official program's row beside the row of our driver meant to measure the same thing.
 OFFICIAL_TWINS = {
     "official_sync1": "sync1",
@@ -74,28 +82,37 @@ def _stats(values: list[float]) -> dict[str, float]:
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """``{case: {target: {metric: {median, min, max, n}}, "ratio": {metric: ours/ref medians}}}``."""
+    """``{case: {target: {metric: {median, min, max, n}}, "ratio": {metric: ours/ref medians},
+    "ratio_before": {metric: ours/before medians}, "loaded": {target: rounds marked loaded}}}``
+    (the last two only when there are such rows)."""
     out: dict[str, Any] = {}
+    loaded: dict[str, dict[str, int]] = {}
     for row in rows:
         if "error" in row:
             continue
         case = row["case"]
+        if row.get("loaded"):
+            by_case = loaded.setdefault(case, {})
+            by_case[row["target"]] = by_case.get(row["target"], 0) + 1
         metrics = SERVER_METRICS.get(case, THROUGHPUT_METRICS)
         per_target = out.setdefault(case, {}).setdefault(row["target"], {})
         for metric in metrics:
             if row.get(metric) is not None:
                 per_target.setdefault(metric, []).append(float(row[metric]))
-    for by_target in out.values():
-        for target in TARGETS:
+    for case, by_target in out.items():
+        for target in ALL_TARGETS:
             if target in by_target:
                 by_target[target] = {m: _stats(v) for m, v in by_target[target].items()}
-        if all(t in by_target for t in TARGETS):
-            ours, ref = by_target["ours"], by_target["reference"]
-            by_target["ratio"] = {
-                m: ours[m]["median"] / ref[m]["median"]
-                for m in ours
-                if m in ref and ref[m]["median"] and m != "other_cores"
-            }
+        for key, other in (("ratio", "reference"), ("ratio_before", "before")):
+            if "ours" in by_target and other in by_target:
+                ours, them = by_target["ours"], by_target[other]
+                by_target[key] = {
+                    m: ours[m]["median"] / them[m]["median"]
+                    for m in ours
+                    if m in them and them[m]["median"] and m not in NOISE_METRICS
+                }
+        if case in loaded:
+            by_target["loaded"] = loaded[case]
     return out
 
 
@@ -114,14 +131,40 @@ def _cell(summary: dict[str, Any], case: str, target: str, metric: str, digits: 
     return _fmt(s["median"], digits)
 
 
-def _ratio(summary: dict[str, Any], case: str, metric: str) -> str:
-    r = summary.get(case, {}).get("ratio", {}).get(metric)
+def _ratio(summary: dict[str, Any], case: str, metric: str, key: str = "ratio") -> str:
+    r = summary.get(case, {}).get(key, {}).get(metric)
     return "-" if r is None else f"{r:.2f}×"
+
+
+def _loaded_mark(summary: dict[str, Any], case: str) -> str:
+    """`` **LOADED: ...** (target: rounds)`` when a window of ``case`` was measured on a loaded
+    machine, else nothing."""
+    loaded = summary.get(case, {}).get("loaded")
+    if not loaded:
+        return ""
+    rounds = ", ".join(f"{target} {n}" for target, n in sorted(loaded.items()))
+    return f" **{LOADED}** (rounds: {rounds})"
+
+
+def loaded_banner(summary: dict[str, Any], meta: dict[str, Any]) -> list[str]:
+    """The warning the markdown opens with when any window was measured on a loaded machine."""
+    cases = [case for case in summary if summary[case].get("loaded")]
+    if not cases:
+        return []
+    t = meta.get("thresholds", {})
+    return [
+        f"**{LOADED}.** Windows of {', '.join(cases)} were measured while other processes loaded the "
+        f"machine (their 1-minute load before the window over {t.get('max_load', '?')}, or over "
+        f"{t.get('max_other_cores', '?')} of a core used by them in it): those rows are marked; "
+        "measure again on a quiet machine before quoting them.",
+        "",
+    ]
 
 
 def render_table(summary: dict[str, Any], meta: dict[str, Any]) -> str:
     m = meta["machine"]
     lines = [
+        *loaded_banner(summary, meta),
         f"## Side by side, {meta['date']}",
         "",
         f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, Linux {m['kernel']}, "
@@ -139,7 +182,7 @@ def render_table(summary: dict[str, Any], meta: dict[str, Any]) -> str:
             continue
         noise = [summary[name].get(t, {}).get("other_cores", {}).get("median") for t in TARGETS]
         lines.append(
-            f"| {spec.title} | {_cell(summary, name, 'ours', 'msgs_per_s')} "
+            f"| {spec.title}{_loaded_mark(summary, name)} | {_cell(summary, name, 'ours', 'msgs_per_s')} "
             f"| {_cell(summary, name, 'reference', 'msgs_per_s')} | {_ratio(summary, name, 'msgs_per_s')} "
             f"| {_cell(summary, name, 'ours', 'server_cpu_us_per_msg', 1)} "
             f"| {_cell(summary, name, 'reference', 'server_cpu_us_per_msg', 1)} "
@@ -149,6 +192,7 @@ def render_table(summary: dict[str, Any], meta: dict[str, Any]) -> str:
             f"| {_ratio(summary, name, 'p99_ms')} | {' / '.join(_fmt(n, 2) for n in noise)} |"
         )
     lines += _official_lines(summary)
+    lines += _grpc_lines(summary, meta)
     if set(summary) & set(SERVER_METRICS):
         lines += ["", "| server | ours | reference | ratio |", "|---|---|---|---|"]
         for (case, metric), (label, digits) in SERVER_LABELS.items():
@@ -166,6 +210,50 @@ def render_table(summary: dict[str, Any], meta: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _grpc_lines(summary: dict[str, Any], meta: dict[str, Any]) -> list[str]:
+    """The gRPC cases again, each target in a column (before, when measured; ours; the Proxy), with
+    p50 and the calibration readings of each target's windows."""
+    names = [n for n in GRPC_CASES if n in summary]
+    if not names:
+        return []
+    targets = [t for t in ALL_TARGETS if any(t in summary[n] for n in names)]
+    heads = [GRPC_HEADERS[t] for t in targets]
+    cols = [
+        *(f"{h} msgs/s" for h in heads),
+        *(f"{h} CPU µs/msg" for h in heads),
+        *(["CPU ours / before"] if "before" in targets else []),
+        *(["CPU ours / Proxy"] if {"ours", "reference"} <= set(targets) else []),
+        *(f"{h} p50 ms" for h in heads),
+        "others' load before (" + " / ".join(heads) + ")",
+        "other cores (" + " / ".join(heads) + ")",
+    ]
+    lines = [
+        "",
+        "### gRPC against the Proxy",
+        "",
+        "Official Java client 5.0.8, 1 KiB; server CPU from /proc over exactly each window (ours: its "
+        "one process; the Proxy: its JVM, broker inside, and the NameServer JVM)"
+        + (f"; before: ours at {meta['before']}" if "before" in meta else "")
+        + ". The last two columns are the noise readings (medians).",
+        "",
+        "| case | " + " | ".join(cols) + " |",
+        "|---" * (len(cols) + 1) + "|",
+    ]
+    for name in names:
+        cells = [_cell(summary, name, t, "msgs_per_s") for t in targets]
+        cells += [_cell(summary, name, t, "server_cpu_us_per_msg", 1) for t in targets]
+        if "before" in targets:
+            cells.append(_ratio(summary, name, "server_cpu_us_per_msg", "ratio_before"))
+        if {"ours", "reference"} <= set(targets):
+            cells.append(_ratio(summary, name, "server_cpu_us_per_msg"))
+        cells += [_cell(summary, name, t, "p50_ms", 2) for t in targets]
+        for metric in ("others_load_start", "other_cores"):
+            medians = [summary[name].get(t, {}).get(metric, {}).get("median") for t in targets]
+            cells.append(" / ".join(_fmt(v, 2) for v in medians))
+        lines.append(f"| {CASES[name].title}{_loaded_mark(summary, name)} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def _official_lines(summary: dict[str, Any]) -> list[str]:

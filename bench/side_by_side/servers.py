@@ -2,8 +2,10 @@
 
 * **ours**: ``rmq-gateway standalone`` (NameServer and Broker in one process) as a subprocess of the
   project's venv Python, with a temporary HOME and store; either the working tree or a git revision
-  exported to a temporary directory (``--ours-source``), so two commits can be compared.
-  Ours always runs with its gRPC endpoint on (``--grpc-port 0``).
+  exported to a temporary directory (``--ours-source``, or ``--before`` for a third target beside
+  the other two), so two commits can be compared. Ours always runs with its gRPC endpoint on
+  (``--grpc-port 0``); with ``pure`` it runs its modules from source (``RMQ_GATEWAY_PURE=1``: the
+  venv's compiled build is of one tree only, so two revisions are compared source to source).
 * **reference**: the real Apache RocketMQ 5.3.3 NameServer and Broker from the Maven Central jars,
   started by :class:`compat_tests.golden_servers.ReferenceServers` (the compat launcher: 256 MiB
   heaps, loopback, ``autoCreateTopicEnable``). For the gRPC cases (``grpc=True``) the broker is the
@@ -22,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -53,6 +56,7 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # /proc/PID/stat times are in these
 OUR_BROKER_NAME = "broker-a"  # BrokerConfig's default brokerName, as the reference's
 SYNC_FLUSH_CONF = "flushDiskType=SYNC_FLUSH"
 FIRST_GRPC_TOPIC = "BenchFirstGrpcSend"
+PROTO_DIR = "gateway/transport/grpc/proto"  # its generated *_pb2 modules are gitignored
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -104,8 +108,9 @@ class Timing:
     started: float = 0.0  # time.perf_counter() at the launch
 
 
-def create_topic(broker_addr: str, namesrv_addr: str, topic: str, queues: int) -> None:
-    """UPDATE_AND_CREATE_TOPIC at the broker (read/write queues, perm 6), then wait for the route."""
+def create_topic(broker_addr: str, namesrv_addr: str, topic: str, queues: int, attributes: str = "") -> None:
+    """UPDATE_AND_CREATE_TOPIC at the broker (read/write queues, perm 6, ``attributes`` such as
+    ``+message.type=FIFO`` when given), then wait for the route."""
     import trio
 
     from codec.command import RemotingCommand
@@ -121,6 +126,8 @@ def create_topic(broker_addr: str, namesrv_addr: str, topic: str, queues: int) -
         "topicSysFlag": "0",
         "order": "false",
     }
+    if attributes:
+        header["attributes"] = attributes
 
     async def create() -> int:
         async with connect(broker_addr) as conn:
@@ -226,6 +233,7 @@ class Ours:
     source_dir: Path
     sync_flush: bool = False
     name: str = "ours"
+    pure: bool = False  # RMQ_GATEWAY_PURE=1: the modules from source_dir, never a compiled build
     namesrv_addr: str = ""
     broker_addr: str = ""
     grpc_addr: str = ""
@@ -241,6 +249,8 @@ class Ours:
         args += ["--broker-port", str(broker_port), "--store", str(self.workdir / "store"), "-c", str(conf)]
         args += ["--grpc-port", "0"]  # the endpoint on, on any free port
         env = {**os.environ, "HOME": str(self.workdir), "PYTHONPATH": str(self.source_dir)}
+        if self.pure:
+            env["RMQ_GATEWAY_PURE"] = "1"
         started = time.perf_counter()
         with log.open("wb") as out:
             self.proc = subprocess.Popen(
@@ -342,10 +352,16 @@ class Reference:
 
 
 def export_revision(rev: str) -> Path:
-    """``git archive`` of ``rev`` into a temporary directory (for ``--ours-source REV``)."""
+    """``git archive`` of ``rev`` into a temporary directory (for ``--ours-source REV`` and
+    ``--before REV``), with this tree's generated protobuf modules where ``rev`` lacks them (they are
+    gitignored, and a revision's gRPC endpoint cannot start without them)."""
     out = Path(tempfile.mkdtemp(prefix=f"bench-src-{rev.replace('/', '_')}-"))
     archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+    if (out / PROTO_DIR).is_dir():
+        for generated in (REPO / PROTO_DIR).glob("*_pb2.py*"):
+            if not (out / PROTO_DIR / generated.name).exists():
+                shutil.copy(generated, out / PROTO_DIR / generated.name)
     return out
 
 

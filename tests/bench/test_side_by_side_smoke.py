@@ -1,7 +1,9 @@
 """Smoke run of the side-by-side benchmark, so that it cannot rot: ours only, every kind of case
 (start-up, idle memory, a sync producer, a SYNC_FLUSH producer, a push consumer draining a small
 backlog, NameServer lookups, and on the gRPC set-up start-up, a gRPC producer and a SimpleConsumer)
-at tiny durations, through the real command line.
+at tiny durations, through the real command line; then the other gRPC cases (send from one thread,
+async, FIFO, a PushConsumer draining a backlog) with thresholds no machine can meet, so every row is
+marked LOADED, and a run with ``--before`` (a third target, ours at a revision).
 
 The reference broker is left out: on a loaded 2-core machine it takes 20 s to 2 min to boot, far
 beyond a smoke run; compat_tests/test_flood_compat.py drives it with the same launcher and driver.
@@ -36,7 +38,7 @@ CASES = (
 def test_smoke_run_of_every_case_kind(tmp_path: Path) -> None:
     args = [sys.executable, "-m", "bench.side_by_side", "--targets", "ours", "--rounds", "1"]
     args += ["--cases", ",".join(CASES), "--duration", "1", "--warmup", "0.5", "--backlog", "2000"]
-    args += ["--out", str(tmp_path), "--name", "smoke", "--no-chart"]
+    args += ["--grpc-warmup-msgs", "100", "--out", str(tmp_path), "--name", "smoke", "--no-chart"]
     done = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=360)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     result = json.loads((tmp_path / "smoke.json").read_text())
@@ -59,3 +61,62 @@ def test_smoke_run_of_every_case_kind(tmp_path: Path) -> None:
     assert "sync send, 1 thread" in table
     assert "gRPC sync send, 16 threads" in table
     assert table in done.stdout
+
+
+NEW_GRPC_CASES = ("grpc_send1", "grpc_async", "grpc_fifo16", "grpc_push")
+BACKLOG = 600
+WARMUP_MSGS = 100
+
+
+def test_smoke_run_of_the_grpc_cases_with_every_window_marked_loaded(tmp_path: Path) -> None:
+    args = [sys.executable, "-m", "bench.side_by_side", "--targets", "ours", "--rounds", "1"]
+    args += ["--cases", ",".join(NEW_GRPC_CASES), "--duration", "1", "--warmup", "0.3"]
+    args += ["--backlog", str(BACKLOG), "--grpc-warmup-msgs", str(WARMUP_MSGS)]
+    args += ["--max-load", "-1", "--max-other-cores", "-1"]  # below any reading: every row is marked
+    args += ["--out", str(tmp_path), "--name", "smoke", "--no-chart"]
+    done = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads((tmp_path / "smoke.json").read_text())
+    rows = {row["case"]: row for row in result["runs"]}
+    assert set(rows) == set(NEW_GRPC_CASES), rows
+    for case, row in rows.items():
+        assert row["ok"] > 0, row
+        assert row["failed"] == 0, row
+        assert row["server_cpu_us_per_msg"] > 0, row
+        assert row["load_1m_start"] >= 0
+        assert 0 <= row["others_load_start"] <= row["load_1m_start"]
+        assert row["other_cores"] >= 0
+        assert any("1-minute load" in reason for reason in row["loaded"]), row
+        assert any("other processes used" in reason for reason in row["loaded"]), row
+        assert "window_at" not in row
+        if case != "grpc_push":
+            assert row["warmup_msgs"] >= WARMUP_MSGS, row
+    assert rows["grpc_async"]["p50_ms"] > 0
+    # The push consumer's window holds the backlog; the warm-up had messages of its own.
+    assert rows["grpc_push"]["ok"] >= BACKLOG
+    assert rows["grpc_push"]["warmup_msgs"] == WARMUP_MSGS
+    assert rows["grpc_push"]["store_to_delivery_p50_ms"] > 0
+    assert (
+        result["meta"]["loaded"]
+        == "LOADED: not a publishable figure: 4 of 4 measured windows were on a loaded machine"
+    )
+    table = (tmp_path / "smoke.md").read_text()
+    assert table.startswith("**LOADED: not a publishable figure.**")
+    grpc_table = table[table.index("### gRPC against the Proxy") :]
+    for title in ("gRPC sync send, 1 thread", "gRPC async send, 1,024 in flight", "gRPC FIFO sync send"):
+        line = next(line for line in grpc_table.splitlines() if line.startswith(f"| {title}"))
+        assert "**LOADED: not a publishable figure** (rounds: ours 1)" in line
+    assert "LOADED: not a publishable figure" in done.stderr  # beside each row as it is measured
+
+
+def test_smoke_run_with_a_revision_before_as_a_third_target(tmp_path: Path) -> None:
+    args = [sys.executable, "-m", "bench.side_by_side", "--targets", "ours", "--before", "HEAD"]
+    args += ["--rounds", "1", "--cases", "grpc_send1", "--duration", "1", "--warmup", "0.3"]
+    args += ["--grpc-warmup-msgs", str(WARMUP_MSGS), "--out", str(tmp_path), "--name", "smoke", "--no-chart"]
+    done = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=90)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads((tmp_path / "smoke.json").read_text())
+    assert sorted(row["target"] for row in result["runs"]) == ["before", "ours"]
+    assert all(row["server_cpu_us_per_msg"] > 0 for row in result["runs"])
+    assert result["meta"]["before"].endswith("(pure modules)")
+    assert "CPU ours / before" in (tmp_path / "smoke.md").read_text()

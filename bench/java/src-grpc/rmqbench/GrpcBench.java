@@ -15,9 +15,12 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.rocketmq.client.apis.ClientConfiguration;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
+import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
+import org.apache.rocketmq.client.apis.consumer.PushConsumer;
 import org.apache.rocketmq.client.apis.consumer.SimpleConsumer;
 import org.apache.rocketmq.client.apis.message.Message;
+import org.apache.rocketmq.client.apis.message.MessageBuilder;
 import org.apache.rocketmq.client.apis.message.MessageView;
 import org.apache.rocketmq.client.apis.producer.Producer;
 
@@ -29,9 +32,10 @@ import org.apache.rocketmq.client.apis.producer.Producer;
  *
  * <pre>
  *   send    --endpoint HOST:PORT --topic T [--threads 16] [--size 1024] [--duration S] [--warmup S]
- *           [--inflight N]
+ *           [--warmup-msgs N] [--inflight N] [--fifo true]
  *   receive --endpoint HOST:PORT --topic T --group G --count N [--threads 4] [--batch 32]
- *           [--duration S] [--warmup S] [--idle-timeout S]
+ *           [--duration S] [--warmup S] [--warmup-msgs N] [--idle-timeout S]
+ *   push    --endpoint HOST:PORT --topic T --group G --count N [--warmup-msgs N] [--idle-timeout S]
  * </pre>
  *
  * <p>send: N threads share one Producer and send 1 KiB NORMAL messages synchronously, after one
@@ -40,20 +44,29 @@ import org.apache.rocketmq.client.apis.producer.Producer;
  * SimpleConsumer, N threads each calling receive(batch, 30 s invisible) and acknowledging every
  * message (ackAsync, joined before the next receive); the warm-up starts at the first message, and
  * the measured phase ends after the duration or when N messages were acknowledged, whichever comes
- * first.
+ * first. push: one PushConsumer (the client's defaults: 20 consumption threads) answers SUCCESS for
+ * every message; the first {@code --warmup-msgs} consumed are the warm-up, the measured phase ends
+ * when N were consumed (the RT recorded is born-to-consumed, the age of the backlog).
+ *
+ * <p>The warm-up of send and receive lasts {@code --warmup} seconds and at least {@code --warmup-msgs}
+ * messages (a JVM server compiles its hot paths over the first few thousand), but no longer than
+ * {@link #WARMUP_MAX_S}; a warm-up cut short prints a WARN line. With {@code --fifo true} each send
+ * thread sends FIFO messages of its own message group (the topic must be a FIFO topic).
  */
 public final class GrpcBench {
     private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(10);
     private static final Duration INVISIBLE = Duration.ofSeconds(30);
     private static final Duration AWAIT = Duration.ofSeconds(2); // SimpleConsumer long polling
     private static final int MAX_WARNINGS = 5; // failures printed (WARN lines) per run
+    private static final Duration PUSH_CLOSE_WAIT = Duration.ofSeconds(3);
+    static final double WARMUP_MAX_S = 120; // a warm-up stops here even short of its messages
 
     private GrpcBench() {
     }
 
     public static void main(String[] argv) throws Exception {
         if (argv.length < 1) {
-            throw new IllegalArgumentException("usage: GrpcBench send|receive --key value ...");
+            throw new IllegalArgumentException("usage: GrpcBench send|receive|push --key value ...");
         }
         Map<String, String> opts = new HashMap<>();
         for (int i = 1; i + 1 < argv.length; i += 2) {
@@ -73,6 +86,9 @@ public final class GrpcBench {
                 break;
             case "receive":
                 receive(configuration, opts);
+                break;
+            case "push":
+                push(configuration, opts);
                 break;
             default:
                 throw new IllegalArgumentException("unknown mode " + argv[0]);
@@ -114,6 +130,27 @@ public final class GrpcBench {
         return Double.parseDouble(opts.getOrDefault(key, Double.toString(fallback)));
     }
 
+    /**
+     * Waits until {@code warmupS} seconds passed since {@code startNs} and {@code done} reached
+     * {@code warmupMsgs} (or {@code finished} says to stop), at most {@link #WARMUP_MAX_S}.
+     */
+    static void warmUp(long startNs, double warmupS, long warmupMsgs, AtomicLong done,
+        java.util.function.BooleanSupplier finished) throws InterruptedException {
+        long minEnd = startNs + (long) (warmupS * 1e9);
+        long maxEnd = startNs + (long) (Math.max(warmupS, WARMUP_MAX_S) * 1e9);
+        while (!finished.getAsBoolean()) {
+            long now = System.nanoTime();
+            if (now >= minEnd && done.get() >= warmupMsgs) {
+                return;
+            }
+            if (now >= maxEnd) {
+                emit("WARN warm-up cut short at " + done.get() + " of " + warmupMsgs + " messages");
+                return;
+            }
+            Thread.sleep(5);
+        }
+    }
+
     private static void warn(AtomicLong warnings, Throwable e) {
         if (warnings.incrementAndGet() <= MAX_WARNINGS) {
             emit("WARN " + e.toString().replace('\n', ' '));
@@ -128,6 +165,8 @@ public final class GrpcBench {
         int size = intOption(opts, "size", 1024);
         double durationS = seconds(opts, "duration", 10);
         double warmupS = seconds(opts, "warmup", 2);
+        long warmupMsgs = Long.parseLong(opts.getOrDefault("warmup-msgs", "0"));
+        boolean fifo = Boolean.parseBoolean(opts.getOrDefault("fifo", "false"));
         ClientServiceProvider provider = ClientServiceProvider.loadService();
         Producer producer = provider.newProducerBuilder()
             .setClientConfiguration(configuration)
@@ -137,10 +176,12 @@ public final class GrpcBench {
         new Random(42).nextBytes(body);
         Message message = provider.newMessageBuilder().setTopic(topic).setTag("bench").setBody(body).build();
         Stats stats = new Stats();
+        AtomicLong sent = new AtomicLong(); // successes over the whole run, warm-up included
         AtomicLong warnings = new AtomicLong();
         try {
-            producer.send(provider.newMessageBuilder().setTopic(topic)
-                .setBody("prime".getBytes(StandardCharsets.UTF_8)).build());
+            MessageBuilder prime = provider.newMessageBuilder().setTopic(topic)
+                .setBody("prime".getBytes(StandardCharsets.UTF_8));
+            producer.send((fifo ? prime.setMessageGroup("prime") : prime).build());
         } catch (Exception e) {
             emit("WARN priming send failed: " + e);
         }
@@ -161,6 +202,7 @@ public final class GrpcBench {
                     producer.sendAsync(message).whenComplete((receipt, e) -> {
                         if (e == null) {
                             stats.success(1, Math.max(1, (System.nanoTime() - t0) / 1000));
+                            sent.incrementAndGet();
                         } else {
                             stats.failure(1);
                             warn(warnings, e);
@@ -171,12 +213,15 @@ public final class GrpcBench {
             }, "send-async"));
         }
         for (int i = 0; i < threads && inflight == 0; i++) {
+            Message own = fifo ? provider.newMessageBuilder().setTopic(topic).setTag("bench").setBody(body)
+                .setMessageGroup("bench-" + i).build() : message;
             workers.add(new Thread(() -> {
                 while (!stop.get()) {
                     long t0 = System.nanoTime();
                     try {
-                        producer.send(message);
+                        producer.send(own);
                         stats.success(1, Math.max(1, (System.nanoTime() - t0) / 1000));
+                        sent.incrementAndGet();
                     } catch (Exception e) {
                         stats.failure(1);
                         warn(warnings, e);
@@ -185,9 +230,11 @@ public final class GrpcBench {
             }, "send-" + i));
         }
         reporter(stats, stop);
+        long warmupStart = System.nanoTime();
         workers.forEach(Thread::start);
-        Thread.sleep((long) (warmupS * 1000));
+        warmUp(warmupStart, warmupS, warmupMsgs, sent, () -> false);
         stats.reset();
+        long warmedUp = sent.get();
         emit("MARK start");
         long start = System.nanoTime();
         Thread.sleep((long) (durationS * 1000));
@@ -199,7 +246,8 @@ public final class GrpcBench {
             t.join(REQUEST_TIMEOUT.toMillis() + 2000);
         }
         emit("RESULT " + stats.resultJson((end - start) / 1e9, String.format(Locale.ROOT,
-            ",\"mode\":\"grpc-send\",\"threads\":%d,\"inflight\":%d,\"size\":%d", threads, inflight, size)));
+            ",\"mode\":\"grpc-send\",\"threads\":%d,\"inflight\":%d,\"size\":%d,\"fifo\":%b,\"warmup_msgs\":%d",
+            threads, inflight, size, fifo, warmedUp)));
         producer.close();
     }
 
@@ -213,6 +261,7 @@ public final class GrpcBench {
         double durationS = seconds(opts, "duration", 10);
         double warmupS = seconds(opts, "warmup", 2);
         long idleTimeoutNs = (long) (seconds(opts, "idle-timeout", 30) * 1e9);
+        long warmupMsgs = Long.parseLong(opts.getOrDefault("warmup-msgs", "0"));
         SimpleConsumer consumer = ClientServiceProvider.loadService().newSimpleConsumerBuilder()
             .setClientConfiguration(configuration)
             .setConsumerGroup(opts.get("group"))
@@ -269,10 +318,8 @@ public final class GrpcBench {
         while (firstNs.get() == 0 && !idle(lastSeenNs, idleTimeoutNs)) {
             Thread.sleep(20);
         }
-        long warmupEnd = firstNs.get() + (long) (warmupS * 1e9);
-        while (System.nanoTime() < warmupEnd && acked.get() < count && !idle(lastSeenNs, idleTimeoutNs)) {
-            Thread.sleep(5);
-        }
+        warmUp(firstNs.get(), warmupS, warmupMsgs, acked,
+            () -> acked.get() >= count || idle(lastSeenNs, idleTimeoutNs));
         stats.reset();
         long startAcked = acked.get();
         emit("MARK start");
@@ -293,12 +340,81 @@ public final class GrpcBench {
             emit("ERROR the backlog of " + count + " was drained during the warm-up");
         }
         emit("RESULT " + stats.resultJson(Math.max((end - start) / 1e9, 1e-9), String.format(Locale.ROOT,
-            ",\"mode\":\"grpc-receive\",\"threads\":%d,\"batch\":%d,\"acked_total\":%d",
-            threads, batch, acked.get())));
+            ",\"mode\":\"grpc-receive\",\"threads\":%d,\"batch\":%d,\"acked_total\":%d,\"warmup_msgs\":%d",
+            threads, batch, acked.get(), startAcked)));
         for (Thread t : workers) {
             t.join(AWAIT.toMillis() + REQUEST_TIMEOUT.toMillis());
         }
         consumer.close();
+    }
+
+    // -- push ------------------------------------------------------------------------------------
+
+    static void push(ClientConfiguration configuration, Map<String, String> opts) throws Exception {
+        String topic = opts.get("topic");
+        long count = Long.parseLong(opts.get("count"));
+        long warmupMsgs = Long.parseLong(opts.getOrDefault("warmup-msgs", "0"));
+        long idleTimeoutNs = (long) (seconds(opts, "idle-timeout", 30) * 1e9);
+        if (warmupMsgs >= count) {
+            throw new IllegalArgumentException("--warmup-msgs must be below --count");
+        }
+        Stats stats = new Stats();
+        AtomicLong consumed = new AtomicLong(); // over the whole run, warm-up included
+        AtomicLong lastSeenNs = new AtomicLong(System.nanoTime());
+        AtomicLong startNs = new AtomicLong();
+        AtomicLong endNs = new AtomicLong();
+        PushConsumer consumer = ClientServiceProvider.loadService().newPushConsumerBuilder()
+            .setClientConfiguration(configuration)
+            .setConsumerGroup(opts.get("group"))
+            .setSubscriptionExpressions(Collections.singletonMap(topic, FilterExpression.SUB_ALL))
+            .setMessageListener(view -> {
+                long age = Math.max(1, (System.currentTimeMillis() - view.getBornTimestamp()) * 1000);
+                long n = consumed.incrementAndGet();
+                if (n > warmupMsgs) {
+                    stats.success(1, age);
+                }
+                if (n == warmupMsgs) { // the warm-up's last message: the measured phase starts
+                    stats.reset();
+                    startNs.set(System.nanoTime());
+                    emit("MARK start");
+                } else if (n == count) {
+                    stats.stopRecording();
+                    endNs.set(System.nanoTime());
+                    emit("MARK end");
+                }
+                lastSeenNs.set(System.nanoTime());
+                return ConsumeResult.SUCCESS;
+            })
+            .build();
+        AtomicBoolean stop = new AtomicBoolean();
+        reporter(stats, stop);
+        if (warmupMsgs == 0) {
+            startNs.set(System.nanoTime());
+            emit("MARK start");
+        }
+        while (endNs.get() == 0) {
+            if (idle(lastSeenNs, idleTimeoutNs)) {
+                emit("ERROR no message for " + idleTimeoutNs / 1_000_000_000L + " s after " + consumed.get());
+                break;
+            }
+            Thread.sleep(5);
+        }
+        stop.set(true);
+        long end = endNs.get() == 0 ? System.nanoTime() : endNs.get();
+        emit("RESULT " + stats.resultJson(Math.max((end - startNs.get()) / 1e9, 1e-9), String.format(Locale.ROOT,
+            ",\"mode\":\"grpc-push\",\"consumed_total\":%d,\"warmup_msgs\":%d", consumed.get(), warmupMsgs)));
+        // close() waits out the consumer's pending long-polling receives (~20 s): bounded here, as
+        // the process exits next anyway.
+        Thread closer = new Thread(() -> {
+            try {
+                consumer.close();
+            } catch (Exception e) {
+                emit("WARN closing the push consumer: " + e);
+            }
+        }, "close");
+        closer.setDaemon(true);
+        closer.start();
+        closer.join(PUSH_CLOSE_WAIT.toMillis());
     }
 
     private static boolean idle(AtomicLong lastSeenNs, long idleTimeoutNs) {

@@ -1,0 +1,155 @@
+"""Is the machine quiet enough for a measured window's figures to be published?
+
+Two readings per window, both from /proc, and a mark when either is over its threshold:
+
+* **the others' 1-minute load before the window**: the kernel's 1-minute load average
+  (/proc/loadavg) at the driver's ``MARK start``, less the benchmark's own share of it. The kernel's
+  figure counts every runnable (or uninterruptible) thread of the machine, ours included: back to
+  back, the previous case's server and driver alone would lift it over 1 on a quiet machine. So
+  :class:`LoadWatch` counts, once a second, the runnable threads of this process and of every
+  process it started (servers, drivers) and averages them as the kernel does (an exponential
+  average over one minute); the difference is what other processes put on the run queue.
+  Processes outside this PID namespace are invisible to the count but not to /proc/loadavg, which
+  is why the subtraction, not a count of the others, is used.
+* **the other processes' CPU over the window**: the machine's busy time (/proc/stat) less the
+  servers' and the driver's (``other_cores`` of bench.side_by_side.driver), in cores.
+
+A row over either threshold carries ``loaded`` (the reasons) and is shown as :data:`LOADED`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+LOADED = "LOADED: not a publishable figure"
+SAMPLE_S = 1.0  # how often the benchmark's own runnable threads are counted
+LOAD_WINDOW_S = 60.0  # the kernel's 1-minute load average
+RUNNABLE_STATES = ("R", "D")  # what the kernel's load average counts (running, uninterruptible)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Above either, a window's row is marked :data:`LOADED`."""
+
+    max_load: float = 1.0  # the others' 1-minute load before the window
+    max_other_cores: float = 0.25  # cores other processes kept busy during the window
+
+
+def system_load() -> float:
+    """The kernel's 1-minute load average (first field of /proc/loadavg)."""
+    return float(Path("/proc/loadavg").read_text().split()[0])
+
+
+def _stat_fields(path: str) -> list[str]:
+    """The fields of a /proc stat file after the command name (which may hold spaces)."""
+    with open(path) as f:
+        text = f.read()
+    return text[text.rindex(")") + 2 :].split()
+
+
+def own_processes(root: int) -> list[int]:
+    """``root`` and every live process descended from it (parents from /proc/PID/stat)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                ppid = int(_stat_fields(f"/proc/{entry}/stat")[1])
+            except (OSError, ValueError, IndexError):
+                continue  # gone meanwhile
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += children.get(pid, [])
+    return out
+
+
+def runnable_threads(pids: list[int], skip_tid: int) -> int:
+    """Threads of ``pids`` running or waiting to run (or in uninterruptible sleep), but ``skip_tid``."""
+    count = 0
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            if int(tid) == skip_tid:
+                continue
+            try:
+                if _stat_fields(f"/proc/{pid}/task/{tid}/stat")[0] in RUNNABLE_STATES:
+                    count += 1
+            except (OSError, IndexError):
+                continue
+    return count
+
+
+class LoadWatch:
+    """A thread that keeps the benchmark's own share of the 1-minute load average: the runnable
+    threads of this process and its descendants, counted every :data:`SAMPLE_S` and averaged as
+    the kernel averages its count. ``own_load_at(t)`` answers for a ``time.perf_counter()`` time."""
+
+    def __init__(self, sample_s: float = SAMPLE_S) -> None:
+        self._sample_s = sample_s
+        self._decay = math.exp(-sample_s / LOAD_WINDOW_S)
+        self._samples: list[tuple[float, float]] = []  # (perf_counter, own load)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="load-watch", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        me, own = os.getpid(), 0.0
+        tid = threading.get_native_id()
+        while True:
+            runnable = runnable_threads(own_processes(me), skip_tid=tid)
+            own = own * self._decay + runnable * (1 - self._decay)
+            with self._lock:
+                self._samples.append((time.perf_counter(), own))
+            if self._stop.wait(self._sample_s):
+                return
+
+    def own_load_at(self, at: float) -> float:
+        """The own load of the last sample at or before ``at`` (0 before the first)."""
+        with self._lock:
+            earlier = [load for t, load in self._samples if t <= at]
+        return earlier[-1] if earlier else 0.0
+
+
+def calibrate(metrics: dict[str, Any], watch: LoadWatch | None, thresholds: Thresholds) -> None:
+    """Turn a driver run's window readings (``window_at``, ``load_1m_start``, ``load_1m_end``,
+    ``other_cores``) into the others' load before and after it, and add ``loaded`` (the reasons)
+    when a threshold is exceeded. Rows without a window (the official programs) are left as
+    they are."""
+    window = metrics.pop("window_at", None)
+    if window is None:
+        return
+    start, end = window
+    reasons = []
+    if metrics.get("load_1m_start") is not None and metrics.get("load_1m_end") is not None:
+        own_start = watch.own_load_at(start) if watch else 0.0
+        own_end = watch.own_load_at(end) if watch else 0.0
+        metrics["others_load_start"] = max(0.0, metrics["load_1m_start"] - own_start)
+        metrics["others_load_end"] = max(0.0, metrics["load_1m_end"] - own_end)
+    if metrics.get("others_load_start", 0.0) > thresholds.max_load:
+        reasons.append(
+            f"others' 1-minute load {metrics['others_load_start']:.2f} before the window "
+            f"(machine {metrics['load_1m_start']:.2f}) > {thresholds.max_load}"
+        )
+    other = metrics.get("other_cores")
+    if other is not None and other > thresholds.max_other_cores:
+        reasons.append(f"other processes used {other:.2f} cores in the window > {thresholds.max_other_cores}")
+    if reasons:
+        metrics["loaded"] = reasons
