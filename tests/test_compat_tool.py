@@ -15,6 +15,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
+from compat_tests import compat_matrix
 from compat_tests.tool import cli, report
 from compat_tests.tool.catalogue import catalogue, select
 from compat_tests.tool.javaenv import JavaEnv
@@ -228,3 +229,28 @@ def test_acl_and_tls_rows_are_selected_with_their_options_or_by_name() -> None:
     assert not {"ACL 2.0", "TLS"} & features()
     assert {"ACL 2.0", "TLS"} <= features("--access-key", "ak", "--secret-key", "sk", "--tls")
     assert features("--only", "acl") == {"ACL 2.0"}
+
+
+def test_matrix_cells_say_ours_then_the_reference() -> None:
+    ours = json.loads(report.to_json([sample()]))["targets"][0]
+    real = json.loads(report.to_json([sample()]))["targets"][0]
+    real["results"][1]["status"] = "passed"
+    ours["started"] = real["started"] = 1795795388.8
+    block = compat_matrix.render({"targets": [ours, real], "differences": [{"id": "x"}]})
+    lines = block.splitlines()
+    assert lines[0] == compat_matrix.BEGIN
+    assert lines[-1] == compat_matrix.END
+    assert "run on 2026-11-27" in lines[1]
+    assert "1 difference(s)" in lines[1]
+    assert lines[3] == "| Feature | `java-4.9.8` | `java-5.3.3` | `java-grpc-5` |"
+    assert "| send sync | ✔ / ✔ | ✘ / ✔ |" in block
+    assert "| SQL92 filter | — | unsupported / unsupported | — |" in block
+    assert "| gRPC send | — | — | not run / not run |" in block
+
+
+def test_readme_matrix_is_the_committed_report_rendered() -> None:
+    readme = compat_matrix.README.read_text()
+    document = json.loads(compat_matrix.REPORT.read_text())
+    assert compat_matrix.with_block(readme, compat_matrix.render(document)) == readme
+    assert document["differences"] == []
+    assert {r["status"] for t in document["targets"] for r in t["results"]} == {"passed"}
