@@ -8,11 +8,11 @@ one bound, then assembles a :class:`Broker` with that configuration and serves i
 Start: open the store (recovering it if the last run crashed), load ``config/topics.json``,
 ``subscriptionGroup.json``, ``consumerOffset.json`` and ``delayOffset.json``, listen (on the HA
 port too: :mod:`broker.ha.replication` runs what ``brokerRole`` asks for), register.
-Every table is read and written through the controller's one owner,
-:mod:`broker.config_tables`: topic and group changes are persisted at once; changed offsets, delay
-offsets and orderly POP state every ``flushConsumerOffsetInterval`` (5 s, at most 10 s).
-Stop (SIGTERM/SIGINT through the CLI): unregister, stop
-accepting, let in-flight requests finish, persist everything, close the store.
+Every table is read and written through the controller's one owner, :mod:`broker.config_tables`:
+topic and group changes are persisted at once; changed offsets, delay offsets and orderly POP
+state every ``flushConsumerOffsetInterval`` (5 s, at most 10 s). Stop (SIGTERM/SIGINT through the
+CLI): unregister, stop accepting, let in-flight requests finish, persist the changed tables and
+both offset tables, close the store.
 """
 
 from __future__ import annotations
