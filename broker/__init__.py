@@ -4,8 +4,9 @@ Floors, from the bottom (``tests/test_layers.py`` holds them; no import runs up)
 
 * **state**: :class:`broker.controller.BrokerController` and the managers it holds (topics
   ``topic_config_manager``, groups ``subscription_group_manager``, offsets
-  ``consumer_offset_manager``, clients ``client_manager``, order locks ``rebalance_lock``), the
-  put side of the store (``message_service``), and the subsystems with state of their own:
+  ``consumer_offset_manager``, clients ``client_manager``, order locks ``rebalance_lock``, the
+  one owner of the persisted ``config/`` tables ``config_tables``), the put side of the store
+  (``message_service``), and the subsystems with state of their own:
   :mod:`broker.pop` (POP reader, checkpoints, revive), :mod:`broker.transaction`,
   :mod:`broker.timer`, ``schedule`` (delay levels), ``priority``, :mod:`broker.filter` (SQL92),
   :mod:`broker.auth` (ACL 2.0), :mod:`broker.ha` (master/slave replication), statistics and

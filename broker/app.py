@@ -8,9 +8,11 @@ one bound, then assembles a :class:`Broker` with that configuration and serves i
 Start: open the store (recovering it if the last run crashed), load ``config/topics.json``,
 ``subscriptionGroup.json``, ``consumerOffset.json`` and ``delayOffset.json``, listen (on the HA
 port too: :mod:`broker.ha.replication` runs what ``brokerRole`` asks for), register.
-Topic and group changes are persisted at once; offsets every ``flushConsumerOffsetInterval``
-(5 s) and delay offsets every 10 s. Stop (SIGTERM/SIGINT through the CLI): unregister, stop
-accepting, let in-flight requests finish, persist everything, close the store.
+Every table is read and written through the controller's one owner, :mod:`broker.config_tables`:
+topic and group changes are persisted at once; changed offsets, delay offsets and orderly POP
+state every ``flushConsumerOffsetInterval`` (5 s, at most 10 s). Stop (SIGTERM/SIGINT through the
+CLI): unregister, stop accepting, let in-flight requests finish, persist the changed tables and
+both offset tables, close the store.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import trio
 from broker.auth.service import BrokerAuth
 from broker.cold_data import ColdDataFlowControl
 from broker.config import BrokerConfig
+from broker.config_tables import ConfigTable
 from broker.controller import BrokerController, store_config_of
 from broker.ha.replication import Replication, bind_ha
 from broker.ha.roles import apply_broker_role
@@ -52,7 +55,7 @@ from broker.processors.reply import ReplyMessageProcessor
 from broker.processors.send import SendMessageProcessor
 from broker.processors.send_back import SendMessageBackProcessor
 from broker.registration import NamesrvRegistrar
-from broker.schedule import DELAY_OFFSET_JSON, FIRST_DELAY_S, PERSIST_INTERVAL_S, POLL_INTERVAL_S
+from broker.schedule import FIRST_DELAY_S, PERSIST_INTERVAL_S, POLL_INTERVAL_S
 from broker.service.services import BrokerServices
 from broker.stats import BrokerStats
 from broker.timer.service import TIMER_PROGRESS_JSON, TimerMessageService
@@ -68,6 +71,7 @@ from gateway.transport.grpc.config import GrpcServerConfig
 from gateway.transport.server import RemotingServer
 from store.errors import StoreError
 from store.message_store import MessageStore
+from store.metadata import CONSUMER_OFFSET_JSON, DELAY_OFFSET_JSON, SUBSCRIPTION_GROUP_JSON, TOPICS_JSON
 
 if TYPE_CHECKING:
     from broker.grpc.common import Handler
@@ -75,9 +79,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 HOUSEKEEPING_INTERVAL_S = 10.0  # ClientHousekeepingService scan period
-TOPICS_JSON = "topics.json"
-GROUPS_JSON = "subscriptionGroup.json"
-OFFSETS_JSON = "consumerOffset.json"
 VIP_BIND_ATTEMPTS = 20  # ephemeral ports tried for a free pair (p, p - 2) when the port is 0
 
 
@@ -178,17 +179,21 @@ class Broker:
             on_topics_changed=self._topics_changed,
             on_groups_changed=self._groups_changed,
         )
-        self.auth = BrokerAuth(config, self.store.config_files)
+        self.auth = BrokerAuth(config, self.store.config_files, self.controller.tables)
         self.registrar = NamesrvRegistrar(
             config, self.controller.topics, self.auth.inner_client_signer, tls=client_tls
         )
         self.timers = TimerMessageService(self.store, self.controller.put_messages, config.timer_precision_ms)
+        timers = self.timers
+        self.controller.tables.register(
+            ConfigTable(TIMER_PROGRESS_JSON, timers.to_obj, timers.load_obj, strict=False, source=timers)
+        )
         pop = PopConfig.of(config)
         #: The typed operations both front doors adapt onto (remoting here, gRPC in grpc_methods).
         self.services = BrokerServices(self.controller, pop)
         self.dispatcher = build_dispatcher(self.controller, self.stats, self.auth, self.services, pop, faults)
         self.replication.attach(
-            self.controller, self.dispatcher, self.registrar, self._persist, self.auth.inner_client_signer
+            self.controller, self.dispatcher, self.registrar, self.auth.inner_client_signer
         )
         self.metrics = create_metrics(self.controller, self.stats, self.dispatcher)
         consume = self.services.consume
@@ -208,52 +213,26 @@ class Broker:
 
     # -- persistence -----------------------------------------------------------------------------
 
-    def _load_config_files(self) -> None:
-        c = self.controller
-        files = self.store.config_files
+    def _load_tables(self) -> None:
+        """Users and ACLs, then the tables the controller holds (``BrokerController.initialize``)."""
         self.auth.load()
-        for name, load in (
-            (TOPICS_JSON, c.topics.load_obj),
-            (GROUPS_JSON, c.groups.load_obj),
-            (OFFSETS_JSON, c.offsets.load_obj),
-            (DELAY_OFFSET_JSON, c.schedule.load_obj),
-        ):
-            doc = files.load(name)
-            if doc is None:
-                continue
-            try:
-                load(doc)
-            except (RocketMQError, ValueError, TypeError, AttributeError) as err:
-                raise StoreError(f"config/{name} is malformed: {err}") from err
-
-    def _persist(self, name: str, obj: Any) -> None:
-        try:
-            self.store.config_files.persist(name, obj)
-        except StoreError as err:
-            logger.error("could not persist %s: %s", name, err)
+        self.controller.tables.load_all(
+            [TOPICS_JSON, SUBSCRIPTION_GROUP_JSON, CONSUMER_OFFSET_JSON, DELAY_OFFSET_JSON]
+        )
 
     def _topics_changed(self, topics: list[TopicConfig]) -> None:
-        self._persist(TOPICS_JSON, self.controller.topics.to_obj())
+        self.controller.tables.changed(TOPICS_JSON)
         self.registrar.topics_changed(topics)
 
     def _groups_changed(self) -> None:
-        self._persist(GROUPS_JSON, self.controller.groups.to_obj())
-
-    def persist_offsets(self, *, force: bool = False) -> None:
-        c = self.controller
-        if c.offsets.dirty or force:
-            c.offsets.dirty = False
-            self._persist(OFFSETS_JSON, c.offsets.to_obj())
-        if c.schedule.dirty or force:
-            c.schedule.dirty = False
-            self._persist(DELAY_OFFSET_JSON, c.schedule.to_obj())
+        self.controller.tables.changed(SUBSCRIPTION_GROUP_JSON)
 
     # -- running ---------------------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[RemotingServer] = trio.TASK_STATUS_IGNORED) -> None:
         self.store.open()
         try:
-            self._load_config_files()
+            self._load_tables()
             if self.metrics is not None:  # BrokerMetricsManager starts with the broker
                 config = self.config
                 self.metrics.serve(config.metrics_prom_exporter_host, config.metrics_prom_exporter_port)
@@ -261,7 +240,7 @@ class Broker:
         finally:
             if self.metrics is not None:
                 self.metrics.close()  # the Prometheus endpoint's port is free again
-            self.persist_offsets(force=True)
+            self.controller.tables.persist_all()
             self.store.close()
             logger.info("broker %s stopped; store closed", self.config.broker_name)
 
@@ -308,16 +287,12 @@ class Broker:
 
     async def _deliver_timers(self) -> None:
         """The 5.x timer messages (``TimerMessageStore``'s dequeue); progress in timerProgress.json."""
-        timers = self.timers
-        doc = self.store.config_files.load(TIMER_PROGRESS_JSON)
-        if doc is not None:
-            timers.load_obj(doc)
+        timers, tables = self.timers, self.controller.tables
+        tables.load(TIMER_PROGRESS_JSON)
         while True:
             timers.scan()
             await timers.deliver_due(self.controller.now_ms())
-            if timers.dirty:
-                timers.dirty = False
-                self._persist(TIMER_PROGRESS_JSON, timers.to_obj())
+            tables.persist_if_dirty(TIMER_PROGRESS_JSON)
             await trio.sleep(POLL_INTERVAL_S)
 
     async def _check_transactions(self) -> None:
@@ -334,7 +309,7 @@ class Broker:
         interval = min(self.config.flush_consumer_offset_interval / 1000, PERSIST_INTERVAL_S)
         while True:
             await trio.sleep(interval)
-            self.persist_offsets()
+            self.controller.tables.persist_dirty()
 
     def _connection_closed(self, conn: Connection) -> None:
         for group in self.controller.clients.remove_connection(conn.info.id):

@@ -21,6 +21,7 @@ from typing import Any
 
 from broker.client_manager import ClientManager
 from broker.config import BrokerConfig
+from broker.config_tables import ConfigTable, ConfigTables
 from broker.consumer_offset_manager import ConsumerOffsetManager
 from broker.filter import ConsumerFilterManager
 from broker.long_polling import PullHoldService
@@ -38,6 +39,7 @@ from codec.message_id import UniqIdGenerator
 from gateway.transport.address import split_address
 from store.config import StoreConfig
 from store.message_store import MessageStore
+from store.metadata import CONSUMER_OFFSET_JSON, DELAY_OFFSET_JSON, SUBSCRIPTION_GROUP_JSON, TOPICS_JSON
 from store.results import PutMessageResult
 
 logger = logging.getLogger(__name__)
@@ -100,8 +102,27 @@ class BrokerController:
         self.offsets = ConsumerOffsetManager()
         self.clients = ClientManager(config.channel_expired_timeout)
         self.filters = ConsumerFilterManager()  # SQL92: compiled once per subscription version
+        #: The persisted tables of ``config/``; the managers of this broker register theirs here.
+        self.tables = ConfigTables(store.config_files)
+        self._register_tables()
         #: GET_BROKER_HA_STATUS's body (``HARuntimeInfo``), set by the composition (:mod:`broker.ha`).
         self.ha_runtime_info: Callable[[], dict[str, Any]] = lambda: {}
+
+    def _register_tables(self) -> None:
+        """The tables of the managers held here; topics and groups are written on change, the
+        offsets on the period and at shutdown (``BrokerController.initialize`` and ``shutdown``)."""
+        topics, groups, offsets, schedule = self.topics, self.groups, self.offsets, self.schedule
+        for table in (
+            ConfigTable(TOPICS_JSON, topics.to_obj, topics.load_obj),
+            ConfigTable(SUBSCRIPTION_GROUP_JSON, groups.to_obj, groups.load_obj),
+            ConfigTable(
+                CONSUMER_OFFSET_JSON, offsets.to_obj, offsets.load_obj, source=offsets, flush_at_shutdown=True
+            ),
+            ConfigTable(
+                DELAY_OFFSET_JSON, schedule.to_obj, schedule.load_obj, source=schedule, flush_at_shutdown=True
+            ),
+        ):
+            self.tables.register(table)
 
     @property
     def store_host(self) -> bytes:

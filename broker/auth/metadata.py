@@ -2,7 +2,7 @@
 
 Mirrors ``LocalAuthenticationMetadataProvider`` / ``LocalAuthorizationMetadataProvider`` (the
 store) and ``AuthenticationMetadataManagerImpl`` / ``AuthorizationMetadataManagerImpl`` (the rules
-and their messages). Every change is written at once through the ``persist`` callback the
+and their messages). Every change is written at once through the ``on_change`` callback the
 composition gives (``config/users.json`` / ``config/acls.json``, atomically, as the broker's
 other config files), so a change applies to the next request and survives a restart.
 
@@ -35,7 +35,8 @@ USERS_JSON = "users.json"
 ACLS_JSON = "acls.json"
 _NO_PERMISSION = 16  # ResponseCode.NO_PERMISSION
 
-Persist = Callable[[str, Any], None]
+#: Called with ``USERS_JSON`` or ``ACLS_JSON`` after a change; writes that file or raises.
+Changed = Callable[[str], None]
 
 
 class AuthError(RocketMQError):
@@ -47,10 +48,10 @@ class AuthError(RocketMQError):
 class AuthMetadata:
     """Users by name and ACLs by user name; sorted listings, as RocksDB iterates keys."""
 
-    def __init__(self, persist: Persist | None = None) -> None:
+    def __init__(self, on_change: Changed | None = None) -> None:
         self.users: dict[str, User] = {}
         self.acls: dict[str, Acl] = {}
-        self._persist = persist
+        self._on_change = on_change
 
     # -- loading and saving ----------------------------------------------------------------------
 
@@ -67,15 +68,21 @@ class AuthMetadata:
                 acl = acl_from_stored(obj)
                 self.acls[acl.username] = acl
 
+    def users_obj(self) -> dict[str, Any]:
+        """``users.json``'s document: the users sorted by name."""
+        return {"users": [user_to_obj(self.users[name]) for name in sorted(self.users)]}
+
+    def acls_obj(self) -> dict[str, Any]:
+        """``acls.json``'s document: the ACLs sorted by user name."""
+        return {"acls": [acl_to_obj(self.acls[name]) for name in sorted(self.acls)]}
+
     def _save_users(self) -> None:
-        if self._persist is not None:
-            users = [user_to_obj(self.users[name]) for name in sorted(self.users)]
-            self._persist(USERS_JSON, {"users": users})
+        if self._on_change is not None:
+            self._on_change(USERS_JSON)
 
     def _save_acls(self) -> None:
-        if self._persist is not None:
-            acls = [acl_to_obj(self.acls[name]) for name in sorted(self.acls)]
-            self._persist(ACLS_JSON, {"acls": acls})
+        if self._on_change is not None:
+            self._on_change(ACLS_JSON)
 
     def init_users(self, init_user: str, inner_credentials: str) -> None:
         """``initUser``: the ``initAuthenticationUser`` and ``innerClientAuthenticationCredentials``

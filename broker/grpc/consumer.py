@@ -269,17 +269,17 @@ class ConsumerActivity:
             overall = status(pb.INTERNAL_SERVER_ERROR, "ack message result is empty")
         return pb.AckMessageResponse(status=overall, entries=entries)
 
-    async def _ack(self, ctx: ClientContext | None, handle: ReceiptHandle, group: str, topic: str) -> bool:
-        """``ConsumerProcessor.ackMessage``: True when the broker answered SUCCESS."""
+    def _ack_request(self, handle: ReceiptHandle, group: str, topic: str) -> AckRequest:
+        """What an ack or a change of invisible time names (the retry topic of a retried
+        message); raises StatusError for an expired handle (``ReceiptHandleProcessor``)."""
         if handle.expired(self.broker.now_ms()):
             raise StatusError(pb.INVALID_RECEIPT_HANDLE, "receipt handle is expired")
-        ack = AckRequest(
-            group,
-            real_topic(topic, group, handle.info.retry_flag),
-            handle.queue_id,
-            handle.text,
-            handle.offset,
-        )
+        real = real_topic(topic, group, handle.info.retry_flag)
+        return AckRequest(group, real, handle.queue_id, handle.text, handle.offset)
+
+    async def _ack(self, ctx: ClientContext | None, handle: ReceiptHandle, group: str, topic: str) -> bool:
+        """``ConsumerProcessor.ackMessage``: True when the broker answered SUCCESS."""
+        ack = self._ack_request(handle, group, topic)
         try:
             await self.pop.ack_message(ack)
         except (RocketMQError, CodecError):
@@ -313,15 +313,7 @@ class ConsumerActivity:
     ) -> str | None:
         """``ConsumerProcessor.changeInvisibleTime``: the new handle, None when the broker did not
         answer SUCCESS. Raises StatusError for an expired handle."""
-        if handle.expired(self.broker.now_ms()):
-            raise StatusError(pb.INVALID_RECEIPT_HANDLE, "receipt handle is expired")
-        ack = AckRequest(
-            group,
-            real_topic(topic, group, handle.info.retry_flag),
-            handle.queue_id,
-            handle.text,
-            handle.offset,
-        )
+        ack = self._ack_request(handle, group, topic)
         try:
             changed = await self.pop.change_invisible_time(ack, invisible)
         except (RocketMQError, CodecError):

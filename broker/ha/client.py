@@ -22,6 +22,7 @@ from typing import Any
 
 import trio
 
+from broker.ha.runtime_info import client_runtime_info, slave_runtime_info
 from broker.ha.service import ByteRate, now_ms
 from gateway.transport.address import split_address
 from store.errors import StoreError
@@ -157,20 +158,12 @@ class HAClient:
 
     def runtime_info(self) -> dict[str, Any]:
         """``getRuntimeInfo`` of a slave (``HARuntimeInfo``, the body of GET_BROKER_HA_STATUS)."""
-        client: dict[str, Any] = {
-            "isActivated": False,
-            "lastReadTimestamp": self.last_read_timestamp,
-            "lastWriteTimestamp": self.last_write_timestamp,
-            "masterFlushOffset": 0,
-            "maxOffset": self.store.max_phy_offset,
-            "transferredByteInSecond": self.rate.per_second(),
-        }
+        client = client_runtime_info(
+            last_read_ms=self.last_read_timestamp,
+            last_write_ms=self.last_write_timestamp,
+            max_offset=self.store.max_phy_offset,
+            transferred_per_s=self.rate.per_second(),
+        )
         if self.master_ha_address:  # fastjson leaves a null field out
             client["masterAddr"] = self.master_ha_address
-        return {
-            "haClientRuntimeInfo": client,
-            "haConnectionInfo": [],
-            "inSyncSlaveNums": 0,
-            "master": False,
-            "masterCommitLogMaxOffset": 0,
-        }
+        return slave_runtime_info(client)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import errno
 import logging
 from collections.abc import Callable
-from typing import Any
 
 import trio
 
@@ -92,7 +91,6 @@ class Replication:
         controller: BrokerController,
         dispatcher: Dispatcher,
         registrar: NamesrvRegistrar,
-        persist: Callable[[str, Any], None],
         sign: Callable[[RemotingCommand], None] | None,
     ) -> None:
         """Hook into the assembled broker: haStatus, and on a slave the refusal of sends and
@@ -102,7 +100,7 @@ class Replication:
             return
         controller.ha_runtime_info = self.client.runtime_info
         dispatcher.guard = slave_guard(dispatcher.guard)
-        self.slave_sync = SlaveSynchronize(controller, persist, sign)
+        self.slave_sync = SlaveSynchronize(controller, sign)
         registrar.on_registered = self._registered
 
     def _registered(self, ha_server_addr: str | None, master_addr: str | None) -> None:

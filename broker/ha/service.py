@@ -31,6 +31,7 @@ from typing import Any
 
 import trio
 
+from broker.ha.runtime_info import master_runtime_info
 from gateway.transport.accept import Acceptor
 from store.config import StoreConfig
 from store.errors import StoreError
@@ -161,20 +162,7 @@ class HAService:
             }
             for c in self.connections
         ]
-        return {
-            "haClientRuntimeInfo": {
-                "isActivated": False,
-                "lastReadTimestamp": 0,
-                "lastWriteTimestamp": 0,
-                "masterFlushOffset": 0,
-                "maxOffset": 0,
-                "transferredByteInSecond": 0,
-            },
-            "haConnectionInfo": conns,
-            "inSyncSlaveNums": sum(1 for c in conns if c["inSync"]),
-            "master": True,
-            "masterCommitLogMaxOffset": where,
-        }
+        return master_runtime_info(where, conns)
 
     # -- network side --------------------------------------------------------------------------
 

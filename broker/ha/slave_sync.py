@@ -6,7 +6,8 @@ The master's broker address comes from the registration answer (``masterAddr``,
 (GET_ALL_DELAY_OFFSET) and subscription groups (GET_ALL_SUBSCRIPTIONGROUP_CONFIG) and takes them
 as Java does: topics and groups are replaced when the master's data version differs (the ones the
 master no longer has are deleted), offsets are merged over the slave's, delay offsets replaced;
-each is persisted. Java runs it every 60 s (checked every 3 s); this slave runs it as soon as it
+each is persisted through the broker's owner of persisted tables (:mod:`broker.config_tables`).
+Java runs it every 60 s (checked every 3 s); this slave runs it as soon as it
 learns its master's address and then every 60 s, so a slave answers pulls of the master's topics
 from its first minute on. Not copied: message request modes and timer metrics.
 """
@@ -20,7 +21,6 @@ from typing import Any
 import trio
 
 from broker.controller import BrokerController
-from broker.schedule import DELAY_OFFSET_JSON
 from codec import fastjson
 from codec.bodies.register import DataVersion
 from codec.codes import RequestCode, ResponseCode
@@ -29,25 +29,22 @@ from codec.errors import RocketMQError
 from codec.headers.base import EmptyHeader
 from gateway.transport.client import connect
 from gateway.transport.connection import Connection
+from store.metadata import CONSUMER_OFFSET_JSON, DELAY_OFFSET_JSON, SUBSCRIPTION_GROUP_JSON, TOPICS_JSON
 
 logger = logging.getLogger(__name__)
 
 SYNC_PERIOD_S = 60.0  # BrokerController: syncAll when 60 s have passed since the last one
 REQUEST_TIMEOUT_S = 10.0
-TOPICS_JSON, GROUPS_JSON, OFFSETS_JSON = "topics.json", "subscriptionGroup.json", "consumerOffset.json"
 
 
 class SlaveSynchronize:
-    """See the module docstring. ``persist(name, obj)`` writes a config file of the slave."""
+    """See the module docstring."""
 
     def __init__(
-        self,
-        controller: BrokerController,
-        persist: Callable[[str, Any], None],
-        sign: Callable[[RemotingCommand], None] | None = None,
+        self, controller: BrokerController, sign: Callable[[RemotingCommand], None] | None = None
     ) -> None:
         self.controller = controller
-        self.persist = persist
+        self.tables = controller.tables
         self.sign = sign
         self.master_addr = ""
         self.syncs = 0
@@ -85,7 +82,7 @@ class SlaveSynchronize:
         self._take_topics(topics)
         self._take_offsets(offsets)
         self.controller.schedule.load_obj(delay)
-        self.persist(DELAY_OFFSET_JSON, self.controller.schedule.to_obj())
+        self.tables.persist(DELAY_OFFSET_JSON)
         self._take_groups(groups)
         self.syncs += 1
         logger.info(
@@ -114,13 +111,13 @@ class SlaveSynchronize:
         for name in [n for n in topics.table if n not in names]:
             del topics.table[name]
         topics.load_obj(doc)
-        self.persist(TOPICS_JSON, topics.to_obj())
+        self.tables.persist(TOPICS_JSON)
 
     def _take_offsets(self, doc: dict[str, Any]) -> None:
         offsets = self.controller.offsets
         merged = {**offsets.to_obj().get("offsetTable", {}), **(doc.get("offsetTable") or {})}
         offsets.load_obj({**doc, "offsetTable": merged})
-        self.persist(OFFSETS_JSON, offsets.to_obj())
+        self.tables.persist(CONSUMER_OFFSET_JSON)
 
     def _take_groups(self, doc: dict[str, Any]) -> None:
         groups = self.controller.groups
@@ -131,4 +128,4 @@ class SlaveSynchronize:
         for name in [n for n in groups.table if n not in names]:
             del groups.table[name]
         groups.load_obj(doc)
-        self.persist(GROUPS_JSON, groups.to_obj())
+        self.tables.persist(SUBSCRIPTION_GROUP_JSON)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from broker.config_tables import ConfigTable
 from broker.controller import BrokerController
 from broker.pop.records import PopConfig
 from codec.bodies.lock import MessageQueue
@@ -28,11 +29,10 @@ from codec.bodies.pop import (
 )
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
-from codec.errors import BodyError, RocketMQError
+from codec.errors import RocketMQError
 from codec.extra_info import RETRY_GROUP_TOPIC_PREFIX
 from codec.headers.base import EmptyHeader
 from gateway.transport.dispatch import Dispatcher, RequestContext
-from store.errors import StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -88,22 +88,24 @@ def allocate_for_pop(
 
 
 class MessageRequestModeManager:
-    """``topic`` → ``group`` → mode; loaded from the store's config directory on first use."""
+    """``topic`` → ``group`` → mode; its table (``messageRequestMode.json``) is registered with the
+    broker's owner of persisted tables, read on first use and written on each change."""
 
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
         self._modes: dict[str, dict[str, SetMessageRequestModeRequestBody]] | None = None
+        broker.tables.register(
+            ConfigTable(MESSAGE_REQUEST_MODE_JSON, self.to_obj, self._decode, strict=False)
+        )
+
+    def _decode(self, doc: Any) -> None:
+        self._modes = MessageRequestModeSerializeWrapper.from_obj(doc).message_request_mode_map
 
     @property
     def modes(self) -> dict[str, dict[str, SetMessageRequestModeRequestBody]]:
         if self._modes is None:
             self._modes = {}
-            doc = self.broker.store.config_files.load(MESSAGE_REQUEST_MODE_JSON)
-            if doc is not None:
-                try:
-                    self._modes = MessageRequestModeSerializeWrapper.from_obj(doc).message_request_mode_map
-                except BodyError as err:
-                    logger.error("config/%s is malformed, starting empty: %s", MESSAGE_REQUEST_MODE_JSON, err)
+            self.broker.tables.load(MESSAGE_REQUEST_MODE_JSON)
         return self._modes
 
     def get(self, topic: str, group: str) -> SetMessageRequestModeRequestBody | None:
@@ -111,10 +113,7 @@ class MessageRequestModeManager:
 
     def set(self, body: SetMessageRequestModeRequestBody) -> None:
         self.modes.setdefault(body.topic, {})[body.consumer_group] = body
-        try:
-            self.broker.store.config_files.persist(MESSAGE_REQUEST_MODE_JSON, self.to_obj())
-        except StoreError as err:
-            logger.error("could not persist %s: %s", MESSAGE_REQUEST_MODE_JSON, err)
+        self.broker.tables.changed(MESSAGE_REQUEST_MODE_JSON)
 
     def to_obj(self) -> dict[str, Any]:
         return MessageRequestModeSerializeWrapper(self.modes).to_obj()

@@ -12,13 +12,10 @@ deleted topics and groups are dropped when it is written (``autoClean``).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
 from codec.extra_info import offset_order_count_entry, queue_order_count_entry
-
-logger = logging.getLogger(__name__)
 
 CLEAN_SPAN_FROM_LAST_MS = 24 * 3600 * 1000
 CONSUMER_ORDER_INFO_JSON = "consumerOrderInfo.json"
@@ -131,9 +128,9 @@ class OrderInfo:
 
 
 class ConsumerOrderInfoManager:
-    def __init__(self, now_ms: Callable[[], int], load: Callable[[], Any] | None = None) -> None:
-        """``load`` gives the persisted document (or None) the first time the table is needed: the
-        store is open by then."""
+    def __init__(self, now_ms: Callable[[], int], load: Callable[[], object] | None = None) -> None:
+        """``load()`` reads the persisted table into this manager (through :meth:`load_obj`) the
+        first time the table is needed: the store is open by then."""
         self.now_ms = now_ms
         self._load = load
         self._table: dict[str, dict[int, OrderInfo]] = {}
@@ -143,12 +140,7 @@ class ConsumerOrderInfoManager:
     def table(self) -> dict[str, dict[int, OrderInfo]]:
         if self._load is not None:
             load, self._load = self._load, None
-            doc = load()
-            if doc is not None:
-                try:
-                    self.load_obj(doc)
-                except (ValueError, TypeError, AttributeError) as err:
-                    logger.error("config/%s is malformed, starting empty: %s", CONSUMER_ORDER_INFO_JSON, err)
+            load()
         return self._table
 
     @staticmethod

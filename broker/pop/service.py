@@ -60,18 +60,5 @@ class PopService:
             self.persist_order_info()
 
     def persist_order_info(self) -> None:
-        orders = self.orders
-        if not orders.dirty:
-            return
-        orders.dirty = False
-        broker = self.broker
-
-        def exists(topic: str, group: str, queue_id: int) -> bool:
-            config = broker.topics.select(topic)
-            found = config is not None and queue_id < config.read_queue_nums
-            return found and broker.groups.find(group, create=False) is not None
-
-        try:
-            broker.store.config_files.persist(CONSUMER_ORDER_INFO_JSON, orders.to_obj(exists))
-        except StoreError as err:
-            logger.error("could not persist %s: %s", CONSUMER_ORDER_INFO_JSON, err)
+        """The orderly state, when changed (:func:`broker.service.consume.order_info_table`)."""
+        self.broker.tables.persist_if_dirty(CONSUMER_ORDER_INFO_JSON)

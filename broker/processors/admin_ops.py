@@ -31,6 +31,7 @@ from typing import Any
 
 from broker.cold_data import ColdDataFlowControl, java_long
 from broker.controller import BrokerController
+from broker.ha.runtime_info import master_runtime_info
 from broker.subscription_group_manager import SubscriptionGroupConfig
 from broker.topic_attributes import requested_attributes
 from broker.topic_config_manager import (
@@ -241,20 +242,7 @@ class AdminOpsProcessor:
 
     def get_ha_status(self, _ctx: RequestContext, request: RemotingCommand, _header: Any) -> RemotingCommand:
         """``HARuntimeInfo``: the master's slaves, or the slave's connection (:mod:`broker.ha`)."""
-        body = self.broker.ha_runtime_info() or {
-            "haClientRuntimeInfo": {
-                "isActivated": False,
-                "lastReadTimestamp": 0,
-                "lastWriteTimestamp": 0,
-                "masterFlushOffset": 0,
-                "maxOffset": 0,
-                "transferredByteInSecond": 0,
-            },
-            "haConnectionInfo": [],
-            "inSyncSlaveNums": 0,
-            "master": True,
-            "masterCommitLogMaxOffset": self.broker.store.max_phy_offset,
-        }
+        body = self.broker.ha_runtime_info() or master_runtime_info(self.broker.store.max_phy_offset, [])
         return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps(body))
 
     def reset_master_flush_offset(

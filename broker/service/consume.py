@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 
+from broker.config_tables import ConfigTable
 from broker.controller import BrokerController
 from broker.pop.long_polling import POLLING_FULL, POLLING_SUSPENDED, PopPolling
 from broker.pop.order_info import CONSUMER_ORDER_INFO_JSON, ConsumerOrderInfoManager
@@ -92,6 +93,21 @@ def _ack_of(request: AckRequest, info: ExtraInfo) -> AckMsg:
     )
 
 
+def order_info_table(broker: BrokerController, orders: ConsumerOrderInfoManager) -> ConfigTable:
+    """``consumerOrderInfo.json``: written when changed (each revive round and the offsets'
+    period, as ``ConsumerOrderInfoManager.persist``), without the entries of topics, queues or
+    groups that are gone; a malformed file is logged and the table starts empty."""
+
+    def exists(topic: str, group: str, queue_id: int) -> bool:
+        config = broker.topics.select(topic)
+        found = config is not None and queue_id < config.read_queue_nums
+        return found and broker.groups.find(group, create=False) is not None
+
+    return ConfigTable(
+        CONSUMER_ORDER_INFO_JSON, lambda: orders.to_obj(exists), orders.load_obj, strict=False, source=orders
+    )
+
+
 class ConsumeService:
     """See the module docstring."""
 
@@ -100,9 +116,9 @@ class ConsumeService:
         self.pop = pop
         self.state = state or PopState(pop.revive_queue_num)
         self.writer = RecordWriter(broker)
-        self.orders = ConsumerOrderInfoManager(
-            broker.now_ms, lambda: broker.store.config_files.load(CONSUMER_ORDER_INFO_JSON)
-        )
+        tables = broker.tables
+        self.orders = ConsumerOrderInfoManager(broker.now_ms, lambda: tables.load(CONSUMER_ORDER_INFO_JSON))
+        tables.register(order_info_table(broker, self.orders))
         self.reader = PopReader(broker, self.state, pop, self.writer, self.orders)
         self.polling = PopPolling(broker, pop.pop_polling_size, pop.max_pop_polling_size)
 

@@ -40,6 +40,35 @@ def wait_for_count(
         time.sleep(POLL_INTERVAL_S)
 
 
+def wait_for_lag(
+    read: Callable[[], dict[str, Any]],
+    group: str,
+    max_lag: int | None,
+    timeout_s: float,
+    unknown: Callable[[Exception], bool],
+) -> dict[str, Any]:
+    """``read()`` (a group's offsets with their total ``"lag"``) again until the lag is at most
+    ``max_lag`` (None: once). An error for which ``unknown(err)`` holds (the group is not known
+    yet) is retried while waiting. Raises ``TimeoutError`` naming the last lag when that takes
+    over ``timeout_s``, and ``read``'s other errors at once (an unknown group's after the
+    deadline, or at once when not waiting)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            offsets = read()
+        except Exception as err:
+            if not unknown(err) or max_lag is None or time.monotonic() >= deadline:
+                raise
+        else:
+            if max_lag is None or offsets["lag"] <= max_lag:
+                return offsets
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"lag of {group} is {offsets['lag']}, not at most {max_lag}, after {timeout_s:g} s"
+                )
+        time.sleep(POLL_INTERVAL_S)
+
+
 class ControlError(RuntimeError):
     """The endpoint refused a request (``status``, and its ``{"error": ...}`` message)."""
 
@@ -117,21 +146,13 @@ class ControlClient:
         path = f"/groups/{quote(group, safe='')}/offsets"
         if topic is not None:
             path += f"?topic={quote(topic, safe='')}"
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                offsets = dict(self._call("GET", path))
-            except ControlError as err:
-                if err.status != 404 or max_lag is None or time.monotonic() >= deadline:
-                    raise
-            else:
-                if max_lag is None or offsets["lag"] <= max_lag:
-                    return offsets
-                if time.monotonic() >= deadline:
-                    raise TimeoutError(
-                        f"lag of {group} is {offsets['lag']}, not at most {max_lag}, after {timeout_s:g} s"
-                    )
-            time.sleep(POLL_INTERVAL_S)
+        return wait_for_lag(
+            lambda: dict(self._call("GET", path)),
+            group,
+            max_lag,
+            timeout_s,
+            lambda err: isinstance(err, ControlError) and err.status == 404,
+        )
 
     def retry_messages(
         self, group: str, *, wait_for: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S, limit: int | None = None

@@ -69,7 +69,6 @@ logger = logging.getLogger(__name__)
 
 READY_TIMEOUT_S = 30.0  # bind + register; ~0.2 s normally
 STOP_TIMEOUT_S = 20.0  # graceful stop: in-flight requests, unregistration, flush
-POLL_INTERVAL_S = 0.02  # stored_messages(wait_for=...) looks again this often
 
 
 class InProcessGateway:
@@ -173,24 +172,17 @@ class InProcessGateway:
         ``max_lag`` (None: at once). Raises ``TimeoutError`` (with the last lag) when it is not
         within ``timeout_s``, ``LookupError`` for a group the broker has never heard of (checked
         until the deadline when waiting), ``RuntimeError`` when the gateway is not running."""
+        from gateway.control.client import wait_for_lag
         from gateway.control.consumption import UnknownGroupError, group_offsets
 
         controller = self._controller()
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                offsets = self._in_servers(lambda: group_offsets(controller, group, topic))
-            except UnknownGroupError:
-                if max_lag is None or time.monotonic() >= deadline:
-                    raise
-            else:
-                if max_lag is None or offsets["lag"] <= max_lag:
-                    return offsets
-                if time.monotonic() >= deadline:
-                    raise TimeoutError(
-                        f"lag of {group} is {offsets['lag']}, not at most {max_lag}, after {timeout_s:g} s"
-                    )
-            time.sleep(POLL_INTERVAL_S)
+        return wait_for_lag(
+            lambda: self._in_servers(lambda: group_offsets(controller, group, topic)),
+            group,
+            max_lag,
+            timeout_s,
+            lambda err: isinstance(err, UnknownGroupError),
+        )
 
     def retry_messages(
         self, group: str, *, wait_for: int = 0, timeout_s: float = 10.0, limit: int = 1000
