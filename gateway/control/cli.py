@@ -1,4 +1,5 @@
-"""``rmq-gateway fault``: the fault rules of a running gateway, over its control endpoint.
+"""``rmq-gateway fault``: the fault rules and broker faults of a running gateway, over its control
+endpoint.
 
 ::
 
@@ -30,7 +31,8 @@ from gateway.transport.faults import TARGETS
 def add_parser(sub: Any) -> None:
     """Add ``fault`` and its commands to the subparsers ``sub`` of ``rmq-gateway``."""
     fault = sub.add_parser(
-        "fault", help="add, list, remove fault rules of a running gateway (--control-port)"
+        "fault",
+        help="fault rules, full disk, deliver-again, route removal on a running gateway (--control-port)",
     )
     commands = fault.add_subparsers(dest="fault_command", required=True, metavar="FAULT_COMMAND")
 
