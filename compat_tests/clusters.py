@@ -58,6 +58,8 @@ class GatewayCluster:
     namesrv_port: int = field(default_factory=lambda: free_port(("127.0.0.1",)))
     broker_ports: dict[str, int] = field(default_factory=dict)
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    #: The NameServer's HTTP control endpoint (its route faults), when a port is given.
+    control_port: int | None = None
 
     @property
     def namesrv_addr(self) -> str:
@@ -76,7 +78,10 @@ class GatewayCluster:
     def start_namesrv(self) -> None:
         conf = self.workdir / "namesrv.conf"
         conf.write_text(f"kvConfigPath={self.workdir / 'kvConfig.json'}\n")
-        self._spawn("namesrv", ["namesrv", "--namesrv-port", str(self.namesrv_port), "-c", str(conf)])
+        argv = ["namesrv", "--namesrv-port", str(self.namesrv_port), "-c", str(conf)]
+        if self.control_port is not None:
+            argv += ["--control-port", str(self.control_port)]
+        self._spawn("namesrv", argv)
 
     def start_broker(self, name: str) -> None:
         port = self.broker_ports.setdefault(name, free_port(("127.0.0.1",), offsets=(-2, 0)))  # VIP at - 2

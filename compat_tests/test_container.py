@@ -9,7 +9,9 @@ first); without them these tests fail, they do not skip.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -97,3 +99,16 @@ def test_published_ports_with_the_advertised_address(tmp_path: Path) -> None:
         assert done(events)["distinct"] == 20
     finally:
         container.stop()
+
+
+def test_container_bench_smoke() -> None:
+    """``python -m bench.container`` at 2 starts (no clone), so that it cannot rot."""
+    args = [sys.executable, "-m", "bench.container", "--starts", "2"]
+    ran = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    row = re.search(
+        r"\| container `docker run` to protocol-ready \(s\) \| ([\d.]+) \| ([\d.]+) \|", ran.stdout
+    )
+    assert row, ran.stdout
+    assert 0 < float(row.group(1)) <= float(row.group(2))
+    assert "load average" in ran.stdout

@@ -183,3 +183,65 @@ def _next_line(lines: queue.Queue[str], timeout_s: float, what: str) -> str:
             raise AssertionError(f"the consumer printed nothing for {timeout_s:g} s: {what}") from None
         if line.split(" ", 1)[0].isupper():
             return line
+
+
+def _start_msgid_consumer(
+    target: GrpcTarget, topic: str, group: str, total: int
+) -> tuple[subprocess.Popen[str], queue.Queue[str]]:
+    """The Python push consumer (``compat_tests.grpc_python_msgid_consumer``) and its lines."""
+    command = [sys.executable, "-m", "compat_tests.grpc_python_msgid_consumer", target.grpc_addr]
+    consumer = subprocess.Popen(
+        [*command, topic, group, str(total), "90"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "HOME": str(target.home)},
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    stdout = consumer.stdout
+    assert stdout is not None
+    threading.Thread(target=lambda: [lines.put(line.strip()) for line in stdout], daemon=True).start()
+    return consumer, lines
+
+
+def test_python_push_consumer_receives_after_refused_and_closed_receives(
+    gateway: InProcessGateway, target: GrpcTarget
+) -> None:
+    """ReceiveMessage (server streaming) refused twice with TOO_MANY_REQUESTS, then ended
+    UNAVAILABLE twice: the push consumer retries each receive after its pause
+    (``PushConsumer.RECEIVE_RETRY_DELAY``) and gets every message."""
+    topic, group = "GrpcReceiveFault", "GrpcReceiveFaultGroup"
+    create_topic(target, topic)
+    create_group(target, group, 16)
+    busy = gateway.faults.add(request="ReceiveMessage", group=group, respond="TOO_MANY_REQUESTS", times=2)
+    closed = gateway.faults.add(request="ReceiveMessage", group=group, close=True, times=2)
+    consumer, lines = _start_msgid_consumer(target, topic, group, 3)
+    try:
+        assert _next_line(lines, 30, "start") == "STARTED"
+        sent = [line.split()[2] for line in _python_producer(target, topic, 3) if line.startswith("SENT")]
+        got = [_next_line(lines, 60, f"delivery {i}") for i in range(3)]
+    finally:
+        consumer.terminate()
+        consumer.wait(timeout=RUN_TIMEOUT_S)
+    assert (_fired(gateway, busy), _fired(gateway, closed)) == (2, 2)
+    assert all(line.startswith("RECEIVED ") for line in got), got
+    assert sorted(line.split()[1] for line in got) == sorted(sent)
+
+
+def test_python_producer_sends_when_its_telemetry_stream_is_closed(
+    gateway: InProcessGateway, target: GrpcTarget
+) -> None:
+    """The client's Telemetry stream (bidirectional) ended UNAVAILABLE at its first command (the
+    client's settings): the Python producer does not wait for its settings' answer, and its
+    sends go on over the unary SendMessage."""
+    topic = "GrpcTelemetryClosed"
+    create_topic(target, topic)
+    closed = gateway.faults.add(request="Telemetry", close=True, times=1)
+    lines = _python_producer(target, topic, 2)
+    assert [line.split()[:2] for line in lines if line.startswith(("SENT", "FAILED"))] == [
+        ["SENT", "0"],
+        ["SENT", "1"],
+    ]
+    assert _fired(gateway, closed) == 1
+    assert len(gateway.stored_messages(topic, wait_for=2)) == 2

@@ -1,8 +1,9 @@
-"""Fault rules on the gRPC endpoint's unary calls (:mod:`gateway.transport.faults`, target grpc).
+"""Fault rules on the gRPC endpoint's calls (:mod:`gateway.transport.faults`, target grpc).
 
 :func:`broker.grpc.common.unary` asks :func:`injected` after the request parsed and passed the
 request pipeline's checks, only when its point has an active rule; so without rules a call pays
-one attribute check. What a firing rule does:
+one attribute check; :mod:`broker.grpc.stream_faults` asks it for each request message of a
+streaming call. What a firing rule does:
 
 * ``respond``: the response carries that ``apache.rocketmq.v2.Code`` in its ``status`` and
   nothing else, as the Proxy answers a refused request (``ResponseBuilder.buildStatus``; a busy
@@ -39,11 +40,17 @@ class RequestNames:
 
     @classmethod
     def of(cls, request: ProtoMessage) -> RequestNames:
+        """The names of a request message: its ``topic``, its first message's or its queue's
+        (ReceiveMessage); its ``group``, or a telemetry command's subscription group."""
         fields = request.DESCRIPTOR.fields_by_name
         topic = request.topic.name if "topic" in fields else None  # type: ignore[attr-defined]
         if topic is None and "messages" in fields and request.messages:  # type: ignore[attr-defined]
             topic = request.messages[0].topic.name  # type: ignore[attr-defined]
+        if topic is None and "message_queue" in fields:
+            topic = request.message_queue.topic.name  # type: ignore[attr-defined]
         group = request.group.name if "group" in fields else None  # type: ignore[attr-defined]
+        if group is None and "settings" in fields:
+            group = request.settings.subscription.group.name  # type: ignore[attr-defined]
         return cls(topic or None, group or None)
 
 

@@ -17,6 +17,7 @@ from broker.grpc.consumer import ConsumerActivity
 from broker.grpc.request_checks import RequestChecks, chain
 from broker.grpc.route import RouteActivity
 from broker.grpc.send import SendActivity
+from broker.grpc.stream_faults import receive_with_faults, telemetry_with_faults
 from broker.grpc.transaction import TransactionActivity
 from broker.service.services import BrokerServices
 from gateway.transport.faults import FaultPoint
@@ -51,8 +52,9 @@ class MessagingService:
         clients in the ClientManager too. ``config``: the endpoint's settings (the renewal of
         receipt handles, the limits of the request checks, which run after authentication:
         :mod:`broker.grpc.request_checks`); the consumer's ``renewer.run`` must be started by whoever
-        runs the service. ``faults``: the gRPC fault rules every unary call consults
-        (:mod:`broker.grpc.faults`; None: none)."""
+        runs the service. ``faults``: the gRPC fault rules every unary call and every request
+        message of a streaming one consults (:mod:`broker.grpc.faults`,
+        :mod:`broker.grpc.stream_faults`; None: none)."""
         self.faults = faults
         self.validation = RequestChecks(broker, config or GrpcServerConfig())
         self.check = chain(grpc_auth(auth), self.validation)
@@ -84,7 +86,11 @@ class MessagingService:
         methods = self._methods()
         consumer = self.consumer
         if consumer is not None:
-            methods[path("ReceiveMessage")] = consumer.receive_message
+            methods[path("ReceiveMessage")] = (
+                consumer.receive_message
+                if self.faults is None
+                else receive_with_faults(consumer.receive_message, self.faults, path("ReceiveMessage"))
+            )
             methods[path("AckMessage")] = self._unary(
                 "AckMessage", pb.AckMessageRequest, pb.AckMessageResponse, consumer.ack_message
             )
@@ -122,7 +128,11 @@ class MessagingService:
                 pb.NotifyClientTerminationResponse,
                 self.clients.notify_client_termination,
             ),
-            path("Telemetry"): self.clients.telemetry,
+            path("Telemetry"): (
+                self.clients.telemetry
+                if self.faults is None
+                else telemetry_with_faults(self.clients.telemetry, self.faults, path("Telemetry"))
+            ),
             path("SendMessage"): self._unary(
                 "SendMessage", pb.SendMessageRequest, pb.SendMessageResponse, self.send.send_message
             ),

@@ -1,4 +1,5 @@
-"""``rmq-gateway fault``: the fault rules of a running gateway, over its control endpoint.
+"""``rmq-gateway fault``: the fault rules and broker faults of a running gateway, over its control
+endpoint.
 
 ::
 
@@ -7,9 +8,13 @@
     rmq-gateway fault list --control 127.0.0.1:9080       # one JSON object a line
     rmq-gateway fault remove --control 127.0.0.1:9080 3
     rmq-gateway fault clear --control 127.0.0.1:9080
+    rmq-gateway fault disk-full --control 127.0.0.1:9080 on    # off; status (the default)
+    rmq-gateway fault rewind --control 127.0.0.1:9080 --group G --topic T --count 2
+    rmq-gateway fault route --control 127.0.0.1:9876 remove broker-b   # restore NAME; list
 
-The gateway must run with ``--control-port``. A refused rule or an unreachable endpoint ends
-with one line on stderr and exit status 1.
+The gateway must run with ``--control-port`` (``route``: the process that runs the NameServer).
+``disk-full``, ``rewind`` and ``route`` print the endpoint's JSON answer on one line. A refused
+request or an unreachable endpoint ends with one line on stderr and exit status 1.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ from gateway.transport.faults import TARGETS
 def add_parser(sub: Any) -> None:
     """Add ``fault`` and its commands to the subparsers ``sub`` of ``rmq-gateway``."""
     fault = sub.add_parser(
-        "fault", help="add, list, remove fault rules of a running gateway (--control-port)"
+        "fault",
+        help="fault rules, full disk, deliver-again, route removal on a running gateway (--control-port)",
     )
     commands = fault.add_subparsers(dest="fault_command", required=True, metavar="FAULT_COMMAND")
 
@@ -65,6 +71,20 @@ def add_parser(sub: Any) -> None:
     p.add_argument("id", type=int)
     p = commands.add_parser("clear", help="remove every rule")
     control(p)
+    p = commands.add_parser("disk-full", help="refuse writes as a full disk does (on), stop (off), or show")
+    control(p)
+    p.add_argument("state", nargs="?", choices=("on", "off", "status"), default="status")
+    p = commands.add_parser("rewind", help="deliver a group's last messages of each queue of a topic again")
+    control(p)
+    p.add_argument("--group", required=True, help="the consumer group")
+    p.add_argument("--topic", required=True, help="the topic")
+    p.add_argument("--count", type=int, default=1, help="messages per queue (default 1)")
+    p = commands.add_parser(
+        "route", help="take a broker out of the NameServer's routes (remove), put it back, or list"
+    )
+    control(p)
+    p.add_argument("action", choices=("remove", "restore", "list"))
+    p.add_argument("broker_name", nargs="?", metavar="BROKER_NAME", help="the brokerName (remove, restore)")
 
 
 def _code(text: str) -> int | str:
@@ -112,12 +132,36 @@ def run(args: argparse.Namespace) -> int:
             if not client.remove_fault(args.id):
                 print(f"rmq-gateway fault: no fault {args.id}", file=sys.stderr)
                 return 1
-        else:
+        elif args.fault_command == "clear":
             print(f"removed {client.clear_faults()}")
+        else:
+            return _broker_command(client, args)
     except ControlError as err:
         print(f"rmq-gateway fault: {err.message}", file=sys.stderr)
         return 1
     except OSError as err:
         print(f"rmq-gateway fault: cannot reach the control endpoint {args.control}: {err}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _broker_command(client: ControlClient, args: argparse.Namespace) -> int:
+    """``disk-full``, ``rewind`` or ``route``: prints the answer; the exit status. Raises what
+    :class:`ControlClient` raises."""
+    if args.fault_command == "disk-full":
+        state = client.disk_full_state() if args.state == "status" else client.disk_full(args.state == "on")
+        print(json.dumps({"diskFull": state}))
+    elif args.fault_command == "rewind":
+        if args.count < 1:
+            print(f"rmq-gateway fault: --count {args.count}: must be at least 1", file=sys.stderr)
+            return 2
+        offsets = client.rewind(args.group, args.topic, args.count)
+        print(json.dumps({"offsets": {str(q): o for q, o in sorted(offsets.items())}}))
+    elif args.action == "list":
+        print(json.dumps({"withheld": client.withheld_routes()}))
+    elif not args.broker_name:
+        print(f"rmq-gateway fault: route {args.action}: name the broker (BROKER_NAME)", file=sys.stderr)
+        return 2
+    else:
+        print(json.dumps({"withheld": client.withhold_route(args.broker_name, args.action == "remove")}))
     return 0

@@ -184,6 +184,10 @@ class ControlClient:
         state now."""
         return bool(self._call("POST" if on else "DELETE", "/broker/disk-full")["diskFull"])
 
+    def disk_full_state(self) -> bool:
+        """``GET /broker/disk-full``: whether writes are refused as on a full disk."""
+        return bool(self._call("GET", "/broker/disk-full")["diskFull"])
+
     def rewind(self, group: str, topic: str, count: int = 1) -> dict[int, int]:
         """``POST /groups/{group}/rewind``: deliver the group's last ``count`` messages of each
         queue of ``topic`` again; the new offset of each queue."""
@@ -195,6 +199,10 @@ class ControlClient:
         routes, or put it back; the names withheld now."""
         answer = self._call("DELETE" if on else "POST", f"/routes/brokers/{quote(broker_name, safe='')}")
         return [str(name) for name in answer["withheld"]]
+
+    def withheld_routes(self) -> list[str]:
+        """``GET /routes/brokers``: the brokers out of the NameServer's routes."""
+        return [str(name) for name in self._call("GET", "/routes/brokers")["withheld"]]
 
     def health(self) -> bool:
         return self.request("GET", "/health")[0] == 200

@@ -2,9 +2,10 @@
 status code (``apache.rocketmq.v2.Code``) it answers with.
 
 A rule names a method by its name (``"SendMessage"``) or its full path
-(``"/apache.rocketmq.v2.MessagingService/SendMessage"``); the unary methods take faults, the
-streaming ones (``ReceiveMessage``, ``Telemetry``) do not. Protobuf is imported only to read a
-status code given by its name.
+(``"/apache.rocketmq.v2.MessagingService/SendMessage"``): the unary methods, and the streaming
+ones (``ReceiveMessage``: server streaming; ``Telemetry``: bidirectional), whose request messages
+pass the rules as a unary call's does (:mod:`broker.grpc.stream_faults`). Protobuf is imported
+only to read a status code given by its name.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ GRPC_METHODS = (
     "ChangeInvisibleDuration",
     "ForwardMessageToDeadLetterQueue",
 )
-_STREAMING = ("ReceiveMessage", "Telemetry")
+#: The streaming RPCs, which faults hit per request message (broker.grpc.stream_faults).
+GRPC_STREAMING_METHODS = ("ReceiveMessage", "Telemetry")
 #: apache.rocketmq.v2.Code.TOO_MANY_REQUESTS: what the Proxy answers for a busy broker.
 GRPC_TOO_MANY_REQUESTS = 42900
 
@@ -36,17 +38,12 @@ class FaultSpecError(ValueError):
 
 def grpc_method_of(value: object) -> str | None:
     """The full path of the gRPC method ``value`` names, or None when it names none (a
-    RequestCode, say); raises :class:`FaultSpecError` for a streaming method."""
+    RequestCode, say)."""
     if not isinstance(value, str):
         return None
     name = value.strip()
     name = name.removeprefix(SERVICE_PREFIX)
-    if name in _STREAMING:
-        raise FaultSpecError(
-            f"request: {value!r} is a streaming call, which takes no faults; "
-            f"the unary ones do: {', '.join(GRPC_METHODS)}"
-        )
-    return SERVICE_PREFIX + name if name in GRPC_METHODS else None
+    return SERVICE_PREFIX + name if name in GRPC_METHODS or name in GRPC_STREAMING_METHODS else None
 
 
 def grpc_code_of(value: object) -> int | None:

@@ -17,13 +17,14 @@ A rule (:class:`FaultRule`) matches a request by its code (the number or the Jav
 * ``close``: close the connection without an answer;
 * ``drop``: never answer (the client's call times out).
 
-A rule whose ``request`` names a unary gRPC method (``"SendMessage"``, or its full path; see
-:mod:`gateway.transport.fault_methods`) has target ``grpc``: the gRPC endpoint's unary adapter
-(:mod:`broker.grpc.faults`) asks ``table.point("grpc")``, matching the request message's
-``topic.name`` (or its first message's) and ``group.name``. There ``respond`` is an
-``apache.rocketmq.v2.Code`` (number or name) put in the response's ``status``
-(``TOO_MANY_REQUESTS`` with the busy remark, as the Proxy relays a busy broker), ``close`` ends
-the call with gRPC UNAVAILABLE, ``drop`` never answers.
+A rule whose ``request`` names a gRPC method (``"SendMessage"``, ``"ReceiveMessage"``,
+``"Telemetry"``, or a full path; see :mod:`gateway.transport.fault_methods`) has target ``grpc``:
+the gRPC endpoint's unary adapter (:mod:`broker.grpc.faults`) and its streaming wrapper
+(:mod:`broker.grpc.stream_faults`, per request message) ask ``table.point("grpc")``, matching the
+request message's ``topic.name`` (or its first message's, or its queue's) and ``group.name``.
+There ``respond`` is an ``apache.rocketmq.v2.Code`` (number or name) put in the response's
+``status`` (``TOO_MANY_REQUESTS`` with the busy remark, as the Proxy relays a busy broker),
+``close`` ends the call with gRPC UNAVAILABLE, ``drop`` never answers.
 
 A ``request`` of ``"*"`` matches every request of the rule's target: ``{"request": "*", "drop":
 true}`` pauses a broker (connections accepted, nothing answered, as a stopped process or a long
@@ -50,6 +51,7 @@ from typing import Any
 from codec.codes import RequestCode, ResponseCode
 from gateway.transport.fault_methods import (
     GRPC_METHODS,
+    GRPC_STREAMING_METHODS,
     GRPC_TOO_MANY_REQUESTS,
     FaultSpecError,
     grpc_code_of,
@@ -167,7 +169,8 @@ class FaultRule:
             if method != ANY and (method is not None) != (target == "grpc"):
                 raise FaultRuleError(
                     f"request: {spec['request']!r} with target {target!r}: gRPC methods "
-                    f"({', '.join(GRPC_METHODS)}) go with target grpc, RequestCodes with broker or namesrv"
+                    f"({', '.join((*GRPC_METHODS, *GRPC_STREAMING_METHODS))}) go with target grpc, "
+                    "RequestCodes with broker or namesrv"
                 )
             if target == "grpc":
                 respond = grpc_code_of(spec.get("respond"))

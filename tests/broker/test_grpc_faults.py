@@ -39,7 +39,6 @@ def test_a_grpc_method_makes_a_grpc_rule() -> None:
         ({"request": "SendMessage", "respond": 2}, "2 is not an apache.rocketmq.v2.Code"),
         ({"request": "SendMessage", "target": "broker", "drop": True}, "go with target grpc"),
         ({"request": "SEND_MESSAGE_V2", "target": "grpc", "drop": True}, "go with target grpc"),
-        ({"request": "ReceiveMessage", "drop": True}, "streaming call"),
     ],
 )
 def test_bad_grpc_rules_say_why(spec: dict[str, object], error: str) -> None:

@@ -22,7 +22,9 @@ import org.apache.rocketmq.common.message.Message;
  * {@code produce}: a DefaultMQProducer sends {@code count} messages by sync, async or oneway sends,
  * one by one, through a MessageQueueSelector (selector-keys=N) or in batches (batch=N), over the
  * broker's VIP port with vip-channel=true (setVipChannelEnabled); one
- * "sent" or "send_error" event per message, then "done".
+ * "sent" or "send_error" event per message, then "done". pace-ms=P waits P ms after each send
+ * (SIGTERM ends the wait and the run), poll-namesrv-ms=M sets how often the client refreshes its
+ * routes from the NameServer (setPollNameServerInterval, 30000 by default).
  */
 final class Produce {
     private Produce() {
@@ -93,6 +95,10 @@ final class Produce {
         if (args.containsKey("max-message-size")) {
             producer.setMaxMessageSize(intArg("max-message-size", 4 * 1024 * 1024));
         }
+        if (args.containsKey("poll-namesrv-ms")) {
+            producer.setPollNameServerInterval(intArg("poll-namesrv-ms", 30000));
+        }
+        long paceMs = intArg("pace-ms", 0);
         producer.start();
 
         List<Message> msgs = new ArrayList<>(count);
@@ -209,6 +215,9 @@ final class Produce {
                         }
                     } catch (Exception e) {
                         failRange(idx, idx + 1, e, errors, pending);
+                    }
+                    if (paceMs > 0) {
+                        STOP.await(paceMs, TimeUnit.MILLISECONDS);
                     }
                 }
             }

@@ -14,7 +14,7 @@ import java.util.Arrays;
  *            [props=k1:v1,k2:v2] [delay-level=] [batch=N] [selector-keys=N] [group=] [instance=]
  *            [body-kind=pattern|random] [compress-over=4096] [max-message-size=4194304]
  *            [send-timeout-ms=5000] [retries=2] [trace=false] [stay=S] [timeout=60]
- *            [namespace=] [namespace-v2=]
+ *            [namespace=] [namespace-v2=] [pace-ms=0] [poll-namesrv-ms=30000]
  *   consume  group= topic= [subscription=*] [expect=N] [duration=S] [model=clustering|broadcasting]
  *            [orderly=false] [from=first|last|timestamp] [timestamp=yyyyMMddHHmmss]
  *            [reconsume-later=K] [max-reconsume=M] [suspend-ms=] [pull-delay-on-error-ms=200]
