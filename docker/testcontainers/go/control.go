@@ -40,7 +40,9 @@ type StoredMessage struct {
 }
 
 // BodyBytes is the body's bytes (bodies the producer compressed come inflated).
-func (m StoredMessage) BodyBytes() ([]byte, error) { return base64.StdEncoding.DecodeString(m.BodyBase64) }
+func (m StoredMessage) BodyBytes() ([]byte, error) {
+	return base64.StdEncoding.DecodeString(m.BodyBase64)
+}
 
 // Fault is a fault rule as the gateway lists it: the rule's fields plus id, fired and active.
 type Fault map[string]any
