@@ -17,6 +17,11 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$stamp_value" ]; then
   exit 0
 fi
 (cd java && mvn -q -B test -Dtest=NoSuchTest -Dsurefire.failIfNoSpecifiedTests=false)
+if ! command -v go >/dev/null; then
+  # no stamp: the next run tries again; compat_tests/test_container_go.py fails, saying so
+  echo "setup-testcontainers: the Go toolchain is missing; the Go module is not prepared" >&2
+  exit 0
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd go && GOFLAGS=-mod=readonly go test -c -o "$tmp/example.test" .)
