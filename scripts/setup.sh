@@ -52,6 +52,7 @@ if [ "${SETUP_JAVA:-1}" = 1 ] && [ -f scripts/setup-java.sh ]; then
   bash scripts/setup-java.sh
   bash scripts/setup-spring.sh  # the Spring Boot application of compat_tests/test_spring_compat.py
   bash bench/java/build.sh  # the benchmark's load driver (rocketmq-client 5.3.3)
+  bash scripts/setup-testcontainers.sh  # docker/testcontainers: the Java and Go modules, offline for their tests
 fi
 if [ -n "$EXTRAS" ] && [ "${SETUP_PROMETHEUS:-1}" = 1 ] && [ -f scripts/setup-prometheus.sh ]; then
   # A failed install does not stop the setup: compat_tests/test_prometheus_compat.py fails, saying so.

@@ -25,7 +25,15 @@ broker) on the port it really listens on. Two modes:
 Faults on demand and the stored messages go through the image's HTTP control endpoint
 (``RMQ_GATEWAY_CONTROL_PORT``, on a free port like the others): :attr:`RocketMQGatewayContainer.faults`
 has the methods of the in-process gateway's fault table (``add``, ``remove``, ``clear``,
-``list``), and :meth:`RocketMQGatewayContainer.stored_messages` those of its namesake.
+``list``), and :meth:`RocketMQGatewayContainer.stored_messages` those of its namesake. The
+surface of the Java and Go modules (``docker/testcontainers/``) is here too::
+
+    gateway = RocketMQGatewayContainer().with_topic("orders", 4, "FIFO").with_group("bill", retryMaxTimes=3)
+    with gateway as gw:
+        gw.add_fault("SEND_MESSAGE_V2", 2, times=2)      # SYSTEM_BUSY twice
+        ...
+        gw.await_messages("orders", 1)                     # what the broker stored
+        gw.clear_faults()
 
 ``TESTCONTAINERS_RYUK_DISABLED=true`` is needed where the reaper image cannot be pulled; the
 container is then removed by :meth:`stop` (the context manager does it).
@@ -107,10 +115,35 @@ class RocketMQGatewayContainer(DockerContainer):
             self._broker_ip1 = broker_ip1
         for key, value in (properties or {}).items():
             self.with_env(f"RMQ_PROP_{key}", value)
-        if topics:  # created before ready (gateway.resources): NAME[:QUEUES[:TYPE]]
-            self.with_env(TOPICS_ENV, ",".join(topics))
-        if groups:  # NAME[:KEY=VALUE,...]
-            self.with_env(GROUPS_ENV, ";".join(groups))
+        self._topics: list[str] = []
+        self._groups: list[str] = []
+        for topic in topics:  # created before ready (gateway.resources): NAME[:QUEUES[:TYPE]]
+            self._declare(self._topics, TOPICS_ENV, ",", topic)
+        for group in groups:  # NAME[:KEY=VALUE,...]
+            self._declare(self._groups, GROUPS_ENV, ";", group)
+
+    def _declare(self, specs: list[str], env: str, separator: str, spec: str) -> None:
+        specs.append(spec)
+        self.with_env(env, separator.join(specs))
+
+    def with_topic(self, name: str, queues: int = 8, message_type: str = "NORMAL") -> Self:
+        """Declare a topic of ``queues`` queues and message type ``NORMAL``, ``FIFO``, ``DELAY`` or
+        ``TRANSACTION``, created before the gateway is ready; call before :meth:`start`. Raises
+        ``ValueError`` for a name the spec cannot carry or a queue count below 1."""
+        if not name or "," in name or ":" in name or queues < 1:
+            raise ValueError(f"topic {name!r} with {queues} queues")
+        self._declare(self._topics, TOPICS_ENV, ",", f"{name}:{queues}:{message_type.upper()}")
+        return self
+
+    def with_group(self, name: str, **settings: object) -> Self:
+        """Declare a consumer group with ``SubscriptionGroupConfig`` settings
+        (``retryMaxTimes=3``, ``consumeMessageOrderly=True``); call before :meth:`start`."""
+        pairs = ",".join(
+            f"{key}={str(value).lower() if isinstance(value, bool) else value}"
+            for key, value in settings.items()
+        )
+        self._declare(self._groups, GROUPS_ENV, ";", f"{name}:{pairs}" if pairs else name)
+        return self
 
     def _host(self) -> str:
         if self.network_mode == "host":
@@ -153,6 +186,29 @@ class RocketMQGatewayContainer(DockerContainer):
         """The stored messages of ``topic``, once there are ``wait_for``; raises ``TimeoutError``."""
         client = ControlClient(self.get_control_address())
         return client.stored_messages(topic, wait_for=wait_for, timeout_s=timeout_s, limit=limit)
+
+    def await_messages(self, topic: str, count: int, timeout_s: float = 10.0) -> list[dict[str, Any]]:
+        """The stored messages of ``topic`` once there are at least ``count``; raises
+        ``TimeoutError`` saying how many there were."""
+        return self.stored_messages(topic, wait_for=count, timeout_s=timeout_s)
+
+    def add_fault(
+        self, request: str, response_code: int, remark: str | None = None, times: int | None = None
+    ) -> int:
+        """Answer the next ``times`` (None: every) requests of ``request`` (a RequestCode's Java
+        name such as ``SEND_MESSAGE_V2``, or a unary gRPC method such as ``SendMessage``) with
+        ``response_code`` and ``remark`` (None: the real broker's text); returns the rule's id.
+        Raises :class:`gateway.control.client.ControlError` for a rule the gateway refuses."""
+        rule: dict[str, Any] = {"request": request, "respond": response_code}
+        if remark is not None:
+            rule["remark"] = remark
+        if times is not None:
+            rule["times"] = times
+        return self.faults.add(rule)
+
+    def clear_faults(self) -> int:
+        """Remove every fault rule; returns how many there were."""
+        return self.faults.clear()
 
     def start(self) -> Self:
         """Start the container and wait until the broker is registered; on failure the container
