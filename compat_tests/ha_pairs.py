@@ -1,6 +1,6 @@
 """A classic master/slave pair for the failover tests, ours or the real Apache RocketMQ 5.3.3 one,
 behind one interface, so a scenario runs unchanged on both: start, kill -9 the master (keeping
-or deleting its store), restart it on the same address, stop or kill the slave. Both pairs
+or deleting its store), restart it on the same address, kill or restart the slave. Both pairs
 register to the NameServer given; the master's HA port is its listen port + 1 and the slave
 learns it from its registration answer.
 
@@ -39,7 +39,6 @@ class Pair(Protocol):
     master_addr: str
     slave_addr: str
 
-    def start(self) -> None: ...
     def kill_master(self, *, destroy_store: bool = False) -> None: ...
     def start_master(self) -> None: ...
     def kill_slave(self) -> None: ...
@@ -61,11 +60,6 @@ class OurPair:
         self.master_addr = f"127.0.0.1:{port}"
         self.slave_addr = ""
 
-    def start(self) -> None:
-        self.master.start()
-        self.slave.start()
-        self.slave_addr = self.slave.addr
-
     def kill_master(self, *, destroy_store: bool = False) -> None:
         self.master.kill()
         if destroy_store:
@@ -79,6 +73,7 @@ class OurPair:
 
     def start_slave(self) -> None:
         self.slave.start()
+        self.slave_addr = self.slave.addr
 
     def stop(self) -> None:
         self.slave.stop()
@@ -104,10 +99,6 @@ class RealPair:
         self.slave = servers("slave", {**slave_conf, "brokerRole": "SLAVE", "brokerId": "1"})
         self.master_addr = self.master.broker_addr
         self.slave_addr = self.slave.broker_addr
-
-    def start(self) -> None:
-        self.master.start_broker()
-        self.slave.start_broker()
 
     def kill_master(self, *, destroy_store: bool = False) -> None:
         _kill(self.master)

@@ -68,9 +68,12 @@ def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     kind = OurPair if request.param == "ours" else RealPair
     pair = kind(root, naddr, MASTER_CONF, SLAVE_CONF)
     try:
-        pair.start()
+        pair.start_master()
         create_topic(pair.master_addr, TOPIC)
-        create_topic(pair.slave_addr, TOPIC)  # as mqadmin updateTopic -b: no wait for the slave's sync
+        # The topic exists on the master first: a slave's metadata sync deletes the topics its
+        # master does not have (ours syncs on learning its master, the real one after 60 s).
+        pair.start_slave()
+        create_topic(pair.slave_addr, TOPIC)  # as mqadmin updateTopic -b: no wait for that sync
         wait_route(naddr, TOPIC, {0: pair.master_addr, 1: pair.slave_addr}, ROUTE_S)
         wait_replicated(pair.master_addr, REPLICATE_S)  # connected: a SYNC_MASTER send waits for it
         yield Env(pair, naddr, root)
