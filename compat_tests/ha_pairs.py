@@ -1,11 +1,12 @@
-"""A classic master/slave pair for the failover tests, ours or the real Apache RocketMQ 5.3.3 one,
-behind one interface, so a scenario runs unchanged on both: start, kill -9 the master (keeping
-or deleting its store), restart it on the same address, kill or restart the slave. Both pairs
-register to the NameServer given; the master's HA port is its listen port + 1 and the slave
-learns it from its registration answer.
+"""A classic master/slave pair for the failover tests, each broker ours or the real Apache
+RocketMQ 5.3.3 one, behind one interface, so a scenario runs unchanged on every combination:
+start, kill -9 the master (keeping or deleting its store), restart it on the same address, kill
+or restart the slave. Both brokers register to the NameServer given; the master's HA port is its
+listen port + 1 and the slave learns it from its registration answer.
 
 Plus the few remoting calls the scenarios make, each its own short connection (``trio.run``):
-create a topic, send bodies, ask for the HA status and for committed consumer offsets.
+create a topic, send bodies (one after another, or a burst from concurrent connections), pull
+everything a broker serves, ask for the HA status and for committed consumer offsets.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -22,48 +26,110 @@ from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.errors import RocketMQError
 from codec.headers.base import EmptyHeader
-from compat_tests.reference import BROKER_PORT_OFFSETS, ReferenceServers, topic_route
+from codec.headers.pull import PullSysFlag
+from codec.message import iter_records
+from compat_tests.reference import (
+    BROKER_PORT_OFFSETS,
+    COMMIT_LOG_FILE_SIZE,
+    ReferenceServers,
+    start_gateway_namesrv,
+    stop,
+    topic_route,
+)
 from gateway.testing.ports import free_port
 from gateway.transport.client import connect
 from tests.broker.ha_process import Server, broker
-from tests.broker.helpers import send_request
+from tests.broker.helpers import pull_request, send_request
 from tests.fault.helpers import create_topic_command
 
 BROKER_NAME = "ha-broker"
 QUEUES = 4
 
 
-class Pair(Protocol):
-    """What a scenario needs of a master/slave pair."""
+class Broker(Protocol):
+    """One broker of a pair: ours or the real one, started and killed on a fixed address."""
 
-    master_addr: str
-    slave_addr: str
+    addr: str
+    store: Path
 
-    def kill_master(self, *, destroy_store: bool = False) -> None: ...
-    def start_master(self) -> None: ...
-    def kill_slave(self) -> None: ...
-    def start_slave(self) -> None: ...
+    def start(self) -> None: ...
+    def kill(self) -> None: ...
     def stop(self) -> None: ...
 
 
-class OurPair:
-    """Our broker as master and as slave, each a ``python -m gateway.cli broker`` process."""
+class OurBroker:
+    """Our broker, a ``python -m gateway.cli broker`` process storing under ``root / name``
+    (64 MiB commit-log files: a pair with the real broker needs the same file size)."""
+
+    def __init__(self, root: Path, name: str, namesrv: str, conf: dict[str, str]) -> None:
+        port = free_port(offsets=BROKER_PORT_OFFSETS)
+        conf = {"mappedFileSizeCommitLog": str(COMMIT_LOG_FILE_SIZE), **conf}
+        self.server: Server = broker(root, name, namesrv, conf, port=port)
+        self.addr = f"127.0.0.1:{port}"
+        self.store = root / name
+
+    def start(self) -> None:
+        self.server.start()
+
+    def kill(self) -> None:
+        self.server.kill()
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+class RealBroker:
+    """The real 5.3.3 broker (a JVM, :class:`ReferenceServers`) working in ``root / name``."""
+
+    def __init__(self, root: Path, name: str, namesrv: str, conf: dict[str, str]) -> None:
+        (root / name).mkdir()
+        self.servers = ReferenceServers.on_loopback(
+            root / name,
+            broker_name=BROKER_NAME,
+            namesrv_addr_for_broker=namesrv,
+            extra_conf=tuple(f"{k}={v}" for k, v in conf.items()),
+        )
+        self.addr = self.servers.broker_addr
+        self.store = self.servers.store
+
+    def start(self) -> None:
+        self.servers.start_broker()
+
+    def kill(self) -> None:
+        broker_proc = self.servers.broker
+        if broker_proc is not None:
+            self.servers.expect_exit(broker_proc)
+            broker_proc.kill()
+            broker_proc.wait(30)
+
+    def stop(self) -> None:
+        self.servers.stop(kill=True)  # nothing reads its store afterwards
+
+
+KINDS: dict[str, type[OurBroker] | type[RealBroker]] = {"ours": OurBroker, "real": RealBroker}
+
+
+class Pair:
+    """A master and its slave (``brokerRole=SLAVE``, ``brokerId=1``), each ``"ours"`` or ``"real"``."""
 
     def __init__(
-        self, root: Path, namesrv: str, master_conf: dict[str, str], slave_conf: dict[str, str]
+        self,
+        root: Path,
+        namesrv: str,
+        kinds: tuple[str, str],
+        master_conf: dict[str, str],
+        slave_conf: dict[str, str],
     ) -> None:
-        self.root = root
-        port = free_port(offsets=BROKER_PORT_OFFSETS)
-        self.master: Server = broker(root, "master", namesrv, master_conf, port=port)
+        self.master: Broker = KINDS[kinds[0]](root, "master", namesrv, master_conf)
         conf = {**slave_conf, "brokerRole": "SLAVE", "brokerId": "1"}
-        self.slave: Server = broker(root, "slave", namesrv, conf, port=free_port(offsets=BROKER_PORT_OFFSETS))
-        self.master_addr = f"127.0.0.1:{port}"
-        self.slave_addr = ""
+        self.slave: Broker = KINDS[kinds[1]](root, "slave", namesrv, conf)
+        self.master_addr = self.master.addr
+        self.slave_addr = self.slave.addr
 
     def kill_master(self, *, destroy_store: bool = False) -> None:
         self.master.kill()
         if destroy_store:
-            shutil.rmtree(self.root / "master")
+            shutil.rmtree(self.master.store)
 
     def start_master(self) -> None:
         self.master.start()
@@ -73,57 +139,47 @@ class OurPair:
 
     def start_slave(self) -> None:
         self.slave.start()
-        self.slave_addr = self.slave.addr
 
     def stop(self) -> None:
         self.slave.stop()
         self.master.stop()
 
 
-class RealPair:
-    """The real 5.3.3 broker as master and as slave (two JVMs, :class:`ReferenceServers`)."""
+@dataclass
+class PairEnv:
+    """A running pair, the address of the NameServer it registers to, and the test's directory."""
 
-    def __init__(
-        self, root: Path, namesrv: str, master_conf: dict[str, str], slave_conf: dict[str, str]
-    ) -> None:
-        def servers(name: str, conf: dict[str, str]) -> ReferenceServers:
-            (root / name).mkdir()
-            return ReferenceServers.on_loopback(
-                root / name,
-                broker_name=BROKER_NAME,
-                namesrv_addr_for_broker=namesrv,
-                extra_conf=tuple(f"{k}={v}" for k, v in conf.items()),
-            )
-
-        self.master = servers("master", master_conf)
-        self.slave = servers("slave", {**slave_conf, "brokerRole": "SLAVE", "brokerId": "1"})
-        self.master_addr = self.master.broker_addr
-        self.slave_addr = self.slave.broker_addr
-
-    def kill_master(self, *, destroy_store: bool = False) -> None:
-        _kill(self.master)
-        if destroy_store:
-            shutil.rmtree(self.master.store)
-
-    def start_master(self) -> None:
-        self.master.start_broker()
-
-    def kill_slave(self) -> None:
-        _kill(self.slave)
-
-    def start_slave(self) -> None:
-        self.slave.start_broker()
-
-    def stop(self) -> None:
-        self.slave.stop(kill=True)
-        self.master.stop(kill=True)
+    pair: Pair
+    namesrv: str
+    root: Path
 
 
-def _kill(servers: ReferenceServers) -> None:
-    if servers.broker is not None:
-        servers.expect_exit(servers.broker)
-        servers.broker.kill()
-        servers.broker.wait(30)
+@contextmanager
+def running_pair(
+    root: Path,
+    kinds: tuple[str, str],
+    topic: str,
+    master_conf: dict[str, str],
+    slave_conf: dict[str, str],
+    timeout_s: float = 60.0,
+) -> Iterator[PairEnv]:
+    """Our NameServer and a pair of ``kinds`` with ``topic`` on both brokers, the slave connected
+    and caught up; everything is stopped on exit."""
+    namesrv, naddr = start_gateway_namesrv(root)
+    pair = Pair(root, naddr, kinds, master_conf, slave_conf)
+    try:
+        pair.start_master()
+        create_topic(pair.master_addr, topic)
+        # The topic exists on the master first: a slave's metadata sync deletes the topics its
+        # master does not have (ours syncs on learning its master, the real one after 60 s).
+        pair.start_slave()
+        create_topic(pair.slave_addr, topic)  # as mqadmin updateTopic -b: no wait for that sync
+        wait_route(naddr, topic, {0: pair.master_addr, 1: pair.slave_addr}, timeout_s)
+        wait_replicated(pair.master_addr, timeout_s)  # connected: a SYNC_MASTER send waits for it
+        yield PairEnv(pair, naddr, root)
+    finally:
+        pair.stop()
+        stop(namesrv)
 
 
 def invoke(addr: str, request: RemotingCommand, timeout_s: float = 10) -> RemotingCommand:
@@ -151,6 +207,58 @@ def send_bodies(addr: str, topic: str, bodies: list[bytes]) -> list[int]:
             ]
 
     return trio.run(run)
+
+
+def send_burst(addr: str, topic: str, tasks: int, each: int) -> list[bytes]:
+    """``tasks`` connections sending ``each`` messages side by side (task ``t`` to queue
+    ``t % QUEUES``); the bodies answered SUCCESS."""
+    acked: list[bytes] = []
+
+    async def sender(task: int) -> None:
+        async with connect(addr) as conn:
+            for i in range(each):
+                body = f"burst-{task}-{i}".encode()
+                resp = await conn.invoke(send_request(topic, body, queue_id=task % QUEUES), 10)
+                if resp.code == ResponseCode.SUCCESS:
+                    acked.append(body)
+
+    async def run() -> None:
+        async with trio.open_nursery() as nursery:
+            for task in range(tasks):
+                nursery.start_soon(sender, task)
+
+    trio.run(run)
+    return acked
+
+
+def served_bodies(addr: str, topic: str) -> set[bytes]:
+    """Every body a pull from offset 0 of each queue returns (a slave needs ``slaveReadEnable``)."""
+
+    async def run() -> set[bytes]:
+        found: set[bytes] = set()
+        async with connect(addr) as conn:
+            for queue_id in range(QUEUES):
+                offset = 0
+                while True:
+                    pull = pull_request(topic, offset, queue_id, suspend_ms=0, flags=PullSysFlag.SUBSCRIPTION)
+                    resp = await conn.invoke(pull, 10)
+                    if resp.code != ResponseCode.SUCCESS:
+                        break
+                    bodies = [r.body for r in iter_records(resp.body)]
+                    found.update(bodies)
+                    offset += len(bodies)
+        return found
+
+    return trio.run(run)
+
+
+def wait_served(addr: str, topic: str, want: list[bytes], timeout_s: float) -> None:
+    """Poll :func:`served_bodies` until it holds every body of ``want`` (a real slave dispatches
+    what it appended on its own thread)."""
+    deadline = time.monotonic() + timeout_s
+    while missing := set(want) - served_bodies(addr, topic):
+        assert time.monotonic() < deadline, f"{len(missing)} of {len(want)} not served by {addr}"
+        time.sleep(0.2)
 
 
 def ha_status(addr: str) -> dict[str, object]:

@@ -15,29 +15,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-import trio
 
 from codec.codes import ResponseCode
-from codec.headers.pull import PullSysFlag
-from codec.message import iter_records
 from compat_tests.ha_pairs import (
     QUEUES,
-    OurPair,
-    Pair,
-    RealPair,
-    create_topic,
+    PairEnv,
+    running_pair,
     send_bodies,
+    send_burst,
     wait_offsets,
     wait_replicated,
     wait_route,
+    wait_served,
 )
-from compat_tests.reference import start_gateway_namesrv, stop
 from compat_tests.scenario import of, start_scenario
-from gateway.transport.client import connect
-from tests.broker.helpers import pull_request, send_request
 
 pytestmark = pytest.mark.compat
 
@@ -54,35 +47,14 @@ REPLICATE_S = 60.0
 CONSUME_S = 120.0
 
 
-class Env:
-    def __init__(self, pair: Pair, namesrv: str, root: Path) -> None:
-        self.pair = pair
-        self.namesrv = namesrv
-        self.root = root
-
-
 @pytest.fixture(scope="module", params=["ours", "real"])
-def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PairEnv]:
     root = tmp_path_factory.mktemp(f"ha-failover-{request.param}")
-    namesrv, naddr = start_gateway_namesrv(root)
-    kind = OurPair if request.param == "ours" else RealPair
-    pair = kind(root, naddr, MASTER_CONF, SLAVE_CONF)
-    try:
-        pair.start_master()
-        create_topic(pair.master_addr, TOPIC)
-        # The topic exists on the master first: a slave's metadata sync deletes the topics its
-        # master does not have (ours syncs on learning its master, the real one after 60 s).
-        pair.start_slave()
-        create_topic(pair.slave_addr, TOPIC)  # as mqadmin updateTopic -b: no wait for that sync
-        wait_route(naddr, TOPIC, {0: pair.master_addr, 1: pair.slave_addr}, ROUTE_S)
-        wait_replicated(pair.master_addr, REPLICATE_S)  # connected: a SYNC_MASTER send waits for it
-        yield Env(pair, naddr, root)
-    finally:
-        pair.stop()
-        stop(namesrv)
+    with running_pair(root, (request.param, request.param), TOPIC, MASTER_CONF, SLAVE_CONF, ROUTE_S) as env:
+        yield env
 
 
-def test_push_consumer_reads_the_slave_while_the_master_is_down(env: Env) -> None:
+def test_push_consumer_reads_the_slave_while_the_master_is_down(env: PairEnv) -> None:
     pair = env.pair
     before = [f"before-{i}".encode() for i in range(BEFORE)]
     assert send_bodies(pair.master_addr, TOPIC, before) == [ResponseCode.SUCCESS] * BEFORE
@@ -113,7 +85,7 @@ def test_push_consumer_reads_the_slave_while_the_master_is_down(env: Env) -> Non
     assert sorted(bodies) == sorted(decoded(before + after))  # each once: no redelivery on failback
 
 
-def test_sync_master_without_its_slave(env: Env) -> None:
+def test_sync_master_without_its_slave(env: PairEnv) -> None:
     pair = env.pair
     pair.kill_slave()
     start = time.monotonic()
@@ -125,32 +97,11 @@ def test_sync_master_without_its_slave(env: Env) -> None:
     wait_replicated(pair.master_addr, REPLICATE_S)
 
 
-def test_slave_keeps_every_acknowledged_message_when_the_master_is_destroyed(env: Env) -> None:
-    pair = env.pair
-    acked: list[bytes] = []
-
-    async def burst() -> None:
-        async def sender(task: int) -> None:
-            async with connect(pair.master_addr) as conn:
-                for i in range(BURST_EACH):
-                    body = f"burst-{task}-{i}".encode()
-                    resp = await conn.invoke(send_request(TOPIC, body, queue_id=task % QUEUES), 10)
-                    if resp.code == ResponseCode.SUCCESS:
-                        acked.append(body)
-
-        async with trio.open_nursery() as nursery:
-            for task in range(BURST_TASKS):
-                nursery.start_soon(sender, task)
-
-    trio.run(burst)
-    pair.kill_master(destroy_store=True)
+def test_slave_keeps_every_acknowledged_message_when_the_master_is_destroyed(env: PairEnv) -> None:
+    acked = send_burst(env.pair.master_addr, TOPIC, BURST_TASKS, BURST_EACH)
+    env.pair.kill_master(destroy_store=True)
     assert len(acked) == BURST_TASKS * BURST_EACH
-    deadline = time.monotonic() + REPLICATE_S
-    while not set(acked) <= (stored := slave_bodies(pair.slave_addr)):
-        assert time.monotonic() < deadline, (
-            f"{len(set(acked) - stored)} acknowledged messages not on the slave"
-        )
-        time.sleep(0.2)
+    wait_served(env.pair.slave_addr, TOPIC, acked, REPLICATE_S)
 
 
 def decoded(bodies: list[bytes]) -> list[str]:
@@ -159,24 +110,3 @@ def decoded(bodies: list[bytes]) -> list[str]:
 
 def received(events: list[dict[str, object]]) -> set[str]:
     return {str(e["body"]) for e in of(events, "received")}
-
-
-def slave_bodies(addr: str) -> set[bytes]:
-    """Every body a pull from offset 0 of each queue returns (``slaveReadEnable`` on the slave)."""
-
-    async def run() -> set[bytes]:
-        found: set[bytes] = set()
-        async with connect(addr) as conn:
-            for queue_id in range(QUEUES):
-                offset = 0
-                while True:
-                    pull = pull_request(TOPIC, offset, queue_id, suspend_ms=0, flags=PullSysFlag.SUBSCRIPTION)
-                    resp = await conn.invoke(pull, 10)
-                    if resp.code != ResponseCode.SUCCESS:
-                        break
-                    bodies = [r.body for r in iter_records(resp.body)]
-                    found.update(bodies)
-                    offset += len(bodies)
-        return found
-
-    return trio.run(run)
