@@ -62,6 +62,7 @@ LONGEST_FIRST = (
     "test_pop_kill9.py",
     "test_flood_compat.py",
     "test_namespace_compat.py",
+    "test_ha_failover_compat.py",
     "test_ha_compat.py",
     "test_ha_processes.py",
     "test_reference55_health.py",

@@ -2,10 +2,10 @@
 
 Every broker listens on its HA port (``DefaultHAService.start`` accepts whatever the role); a
 SYNC_MASTER send with ``inSyncReplicas`` > 1 also waits for its slave copies; a slave runs the HA
-client and the metadata sync, rejects sends, learns its master from its registration answer, and
-runs none of the services that write on their own (delay levels, timers, transaction checks,
-POP revive: ``changeSpecialServiceStatus(false)``), which :attr:`Replication.is_slave` tells the
-composition.
+client and the metadata sync, rejects sends (and pulls without ``slaveReadEnable``), learns its
+master from its registration answer, and runs none of the services that write on their own
+(delay levels, timers, transaction checks, POP revive: ``changeSpecialServiceStatus(false)``),
+which :attr:`Replication.is_slave` tells the composition.
 """
 
 from __future__ import annotations
@@ -99,7 +99,8 @@ class Replication:
         if self.client is None:
             return
         controller.ha_runtime_info = self.client.runtime_info
-        dispatcher.guard = slave_guard(dispatcher.guard)
+        read = controller.config.slave_read_enable
+        dispatcher.guard = slave_guard(dispatcher.guard, slave_read_enable=read)
         self.slave_sync = SlaveSynchronize(controller, sign)
         registrar.on_registered = self._registered
 

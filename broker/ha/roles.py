@@ -4,7 +4,9 @@ Mirrors ``BrokerStartup`` (a master's ``brokerId`` is forced to 0, a slave's mus
 unset ``haListenPort`` is ``listenPort + 1``) and the slave's ``SendMessageProcessor.rejectRequest``:
 a slave answers every send, batch send and send-back with ``SYSTEM_BUSY`` and the remark Netty's
 ``NettyRemotingAbstract`` writes for a rejected request, before the header is even decoded, and
-END_TRANSACTION with ``SLAVE_NOT_AVAILABLE`` (``EndTransactionProcessor``). Puts
+END_TRANSACTION with ``SLAVE_NOT_AVAILABLE`` (``EndTransactionProcessor``). Without
+``slaveReadEnable`` a slave rejects pulls the same way (``PullMessageProcessor.rejectRequest``),
+so a consumer reads from a slave only where the operator allowed it. Puts
 that reach the store some other way are refused there (``HookUtils.checkBeforePutMessage``:
 ``SERVICE_NOT_AVAILABLE``), see :class:`store.message_store.MessageStore`.
 """
@@ -30,6 +32,8 @@ SLAVE_REJECTED_CODES = frozenset(
         RequestCode.CONSUMER_SEND_MSG_BACK,
     }
 )
+#: The codes ``PullMessageProcessor`` is registered for, which a slave without ``slaveReadEnable`` rejects.
+SLAVE_READ_CODES = frozenset({RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE})
 
 
 SLAVE_MEMORY_RATIO_CUT = 10  # BrokerStartup: a slave's accessMessageInMemoryMaxRatio is 10 points lower
@@ -60,12 +64,14 @@ class SlaveRejectedError(RocketMQError):
     response_code = ResponseCode.SYSTEM_BUSY
 
 
-def slave_guard(inner: Guard | None) -> Guard:
-    """A dispatcher guard that rejects the send codes (a slave's ``rejectRequest``) and hands
-    every other request to ``inner`` (the broker's authentication, if any)."""
+def slave_guard(inner: Guard | None, *, slave_read_enable: bool) -> Guard:
+    """A dispatcher guard that rejects the send codes, and the pull codes unless
+    ``slave_read_enable`` (a slave's ``rejectRequest``), and hands every other request to
+    ``inner`` (the broker's authentication, if any)."""
+    rejected = SLAVE_REJECTED_CODES if slave_read_enable else SLAVE_REJECTED_CODES | SLAVE_READ_CODES
 
     def guard(ctx: RequestContext, request: RemotingCommand) -> None:
-        if request.code in SLAVE_REJECTED_CODES:
+        if request.code in rejected:
             raise SlaveRejectedError(REJECT_REMARK)
         if request.code == RequestCode.END_TRANSACTION:  # EndTransactionProcessor: no remark
             raise SlaveRejectedError(response_code=ResponseCode.SLAVE_NOT_AVAILABLE, null_remark=True)

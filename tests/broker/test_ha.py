@@ -49,7 +49,8 @@ def admin(code: int, body: bytes = b"") -> RemotingCommand:
 @asynccontextmanager
 async def broker(root: Path, **store_keys: str) -> AsyncIterator[tuple[BrokerApp, Connection]]:
     slave = store_keys.get("brokerRole") == "SLAVE"
-    config = broker_config(root, broker_id=1 if slave else 0, ha_listen_port=0)
+    read = store_keys.pop("slaveReadEnable", "false") == "true"
+    config = broker_config(root, broker_id=1 if slave else 0, ha_listen_port=0, slave_read_enable=read)
     config.extra.update({"mappedFileSizeCommitLog": str(64 * 1024), **store_keys})
     app = BrokerApp(config, ServerConfig(port=0))
     async with trio.open_nursery() as nursery:
@@ -96,7 +97,7 @@ async def pull_all(conn: Connection, queue_id: int) -> list[bytes]:
 async def test_slave_copies_the_commit_log_byte_for_byte_and_serves_pulls(tmp_path: Path) -> None:
     async with broker(tmp_path / "m") as (master, mconn):
         await create_topic(mconn)
-        slave_keys = {"brokerRole": "SLAVE", "haMasterAddress": ha_addr(master)}
+        slave_keys = {"brokerRole": "SLAVE", "haMasterAddress": ha_addr(master), "slaveReadEnable": "true"}
         async with broker(tmp_path / "s", **slave_keys) as (slave, sconn):
             await create_topic(sconn)
             sent = []
@@ -146,6 +147,25 @@ async def test_slave_copies_the_commit_log_byte_for_byte_and_serves_pulls(tmp_pa
             client = slave_ha["haClientRuntimeInfo"]
             assert (client["masterAddr"], client["maxOffset"]) == (ha_addr(master), end)
             assert client["lastReadTimestamp"] > 0
+
+
+async def test_slave_without_slave_read_enable_rejects_pulls(tmp_path: Path) -> None:
+    """``PullMessageProcessor.rejectRequest``: a slave serves reads only with ``slaveReadEnable``;
+    the Java consumer meets the same flow-control answer as a send to a slave and retries."""
+    async with broker(tmp_path / "m") as (master, mconn):
+        await create_topic(mconn)
+        assert (await mconn.invoke(send_request(TOPIC, b"on the master"), 5)).code == ResponseCode.SUCCESS
+        slave_keys = {"brokerRole": "SLAVE", "haMasterAddress": ha_addr(master)}
+        async with broker(tmp_path / "s", **slave_keys) as (slave, sconn):
+            await create_topic(sconn)
+            await caught_up(master, slave)
+            for code in (RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE):
+                pull = pull_request(TOPIC, 0, suspend_ms=0, flags=SUBSCRIPTION)
+                pull.code = code
+                refused = await sconn.invoke(pull, 5)
+                assert (refused.code, refused.remark) == (ResponseCode.SYSTEM_BUSY, REJECT_REMARK)
+            served = await mconn.invoke(pull_request(TOPIC, 0, suspend_ms=0, flags=SUBSCRIPTION), 5)
+            assert served.code == ResponseCode.SUCCESS
 
 
 async def test_sync_master_waits_for_the_slave_and_times_out_without_it(tmp_path: Path) -> None:
@@ -276,7 +296,7 @@ async def test_a_taken_default_ha_port_falls_back_to_a_free_one(tmp_path: Path) 
             await nursery.start(app.run)
             ha_port = app.broker.replication.ha.port
             assert ha_port not in (0, port + 1)
-            assert app.registrar.build_request().ext_fields["haServerAddr"] == f"127.0.0.1:{ha_port}"
+            assert (app.registrar.build_request().ext_fields or {})["haServerAddr"] == f"127.0.0.1:{ha_port}"
             app.shutdown()
         explicit = broker_config(tmp_path / "explicit", listen_port=port, ha_listen_port=port + 1)
         with pytest.raises(OSError, match="in use"):

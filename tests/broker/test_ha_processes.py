@@ -105,7 +105,8 @@ async def test_master_and_slave_processes(tmp_path: Path, servers: list[Server])
         body = {"topicConfigList": [{"topicName": TOPIC, "readQueueNums": 2, "writeQueueNums": 2, "perm": 6}]}
         resp = await mconn.invoke(admin(RequestCode.UPDATE_AND_CREATE_TOPIC_LIST, fastjson.dumps(body)), 5)
         assert resp.code == ResponseCode.SUCCESS
-        slave = broker(tmp_path, "slave", namesrv.addr, {"brokerRole": "SLAVE", "brokerId": "1"})
+        slave_conf = {"brokerRole": "SLAVE", "brokerId": "1", "slaveReadEnable": "true"}
+        slave = broker(tmp_path, "slave", namesrv.addr, slave_conf)
         servers.append(slave)
         slave.start()
         with trio.fail_after(DEADLINE_S):
