@@ -18,10 +18,13 @@ import pytest
 from compat_tests import compat_matrix
 from compat_tests.tool import cli, report
 from compat_tests.tool.catalogue import catalogue, select
+from compat_tests.tool.goenv import GoEnv
 from compat_tests.tool.javaenv import JavaEnv
 from compat_tests.tool.model import (
+    GO_GRPC,
     JAVA_498,
     JAVA_533,
+    JAVA_GRPC,
     Context,
     NotRun,
     Outcome,
@@ -219,6 +222,31 @@ def test_without_java_the_java_rows_say_what_to_install(
         env.remoting("5.3.3")
     with pytest.raises(NotRun, match="needs Java 17"):
         env.grpc()
+
+
+def test_without_go_the_go_row_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    env = GoEnv(source=tmp_path, cache=tmp_path / "cache")
+    with pytest.raises(NotRun, match=r"needs Go 1\.24 or later .*https://go\.dev/dl/"):
+        env.grpc()
+    with pytest.raises(NotRun, match="needs Go"):  # remembered, not tried again
+        env.grpc()
+    assert not (tmp_path / "cache").exists()
+
+
+def test_the_go_row_is_listed_and_selected_by_its_client_name(capsys: pytest.CaptureFixture[str]) -> None:
+    everything = catalogue()
+    [go] = select(everything, only=GO_GRPC)
+    assert (go.id, sorted(go.tags), go.quick) == ("gRPC send/receive[go-grpc-5]", ["grpc", "send"], False)
+    assert select(everything, only=GO_GRPC, quick=True) == [go]
+    quick_grpc_send = [s for s in select(everything, quick=True) if s.feature == go.feature]
+    assert [s.client for s in quick_grpc_send] == [JAVA_GRPC]  # the feature's pick
+    assert go in select(everything, only="grpc")
+    assert go not in select(everything, only="grpc", exclude=GO_GRPC)
+    assert cli.main(["--list", "--only", "go-grpc-5"]) == 0
+    out = capsys.readouterr().out
+    assert "gRPC send/receive[go-grpc-5]" in out
+    assert "go-grpc-5" in out.splitlines()[-1]  # among the tags
 
 
 def test_acl_and_tls_rows_are_selected_with_their_options_or_by_name() -> None:
