@@ -18,10 +18,13 @@ import pytest
 from compat_tests import compat_matrix
 from compat_tests.tool import cli, report
 from compat_tests.tool.catalogue import catalogue, select
+from compat_tests.tool.goenv import GoEnv
 from compat_tests.tool.javaenv import JavaEnv
 from compat_tests.tool.model import (
+    GO_GRPC,
     JAVA_498,
     JAVA_533,
+    JAVA_GRPC,
     Context,
     NotRun,
     Outcome,
@@ -29,6 +32,7 @@ from compat_tests.tool.model import (
     TargetReport,
     TargetSpec,
 )
+from compat_tests.tool.prepare import prepare
 from compat_tests.tool.process import Background, run
 from compat_tests.tool.runner import RunOptions, run_one
 
@@ -219,6 +223,78 @@ def test_without_java_the_java_rows_say_what_to_install(
         env.remoting("5.3.3")
     with pytest.raises(NotRun, match="needs Java 17"):
         env.grpc()
+
+
+def test_without_go_the_go_row_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    env = GoEnv(source=tmp_path, cache=tmp_path / "cache")
+    with pytest.raises(NotRun, match=r"needs Go 1\.24 or later .*https://go\.dev/dl/"):
+        env.grpc()
+    with pytest.raises(NotRun, match="needs Go"):  # remembered, not tried again
+        env.grpc()
+    assert not (tmp_path / "cache").exists()
+
+
+def test_the_go_row_is_listed_and_selected_by_its_client_name(capsys: pytest.CaptureFixture[str]) -> None:
+    everything = catalogue()
+    [go] = select(everything, only=GO_GRPC)
+    assert (go.id, sorted(go.tags), go.quick) == ("gRPC send/receive[go-grpc-5]", ["grpc", "send"], False)
+    assert select(everything, only=GO_GRPC, quick=True) == [go]
+    quick_grpc_send = [s for s in select(everything, quick=True) if s.feature == go.feature]
+    assert [s.client for s in quick_grpc_send] == [JAVA_GRPC]  # the feature's pick
+    assert go in select(everything, only="grpc")
+    assert go not in select(everything, only="grpc", exclude=GO_GRPC)
+    assert cli.main(["--list", "--only", "go-grpc-5"]) == 0
+    out = capsys.readouterr().out
+    assert "gRPC send/receive[go-grpc-5]" in out
+    assert "go-grpc-5" in out.splitlines()[-1]  # among the tags
+
+
+class RecordingJava(JavaEnv):
+    """Records which builds were asked for; the 4.9.8 line fails to build."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+
+    def remoting(self, line: str) -> str:
+        self.asked.append(line)
+        if line == "4.9.8":
+            raise NotRun("could not fetch the client jars with Maven: offline")
+        return "classes"
+
+    def grpc(self) -> str:
+        self.asked.append("grpc")
+        return "classes"
+
+    def tools(self) -> str:
+        self.asked.append("tools")
+        return "lib"
+
+
+class RecordingGo(GoEnv):
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = 0
+
+    def grpc(self) -> Path:
+        self.asked += 1
+        return Path("grpcgo")
+
+
+def test_the_clients_a_selection_needs_are_built_before_its_scenarios() -> None:
+    everything = catalogue()
+    java, go = RecordingJava(), RecordingGo()
+    failed = prepare(everything, TargetSpec("127.0.0.1:9876", "127.0.0.1:8081"), java, go)
+    assert failed == [JAVA_498]
+    assert sorted(java.asked) == ["4.9.8", "5.3.3", "grpc", "tools"]
+    assert go.asked == 1
+    java, go = RecordingJava(), RecordingGo()
+    assert prepare(everything, TargetSpec("127.0.0.1:9876"), java, go, jobs=1) == [JAVA_498]
+    assert (java.asked, go.asked) == (["4.9.8", "5.3.3", "tools"], 0)  # no endpoint: no gRPC builds
+    java, go = RecordingJava(), RecordingGo()
+    prepare(select(everything, only="python-grpc-5"), TargetSpec("127.0.0.1:9876", "h:1"), java, go)
+    assert (java.asked, go.asked) == ([], 0)
 
 
 def test_acl_and_tls_rows_are_selected_with_their_options_or_by_name() -> None:

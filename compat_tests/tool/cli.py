@@ -15,6 +15,7 @@ from pathlib import Path
 
 from compat_tests.tool import report
 from compat_tests.tool.catalogue import all_tags, catalogue, select
+from compat_tests.tool.goenv import GoEnv
 from compat_tests.tool.javaenv import JavaEnv
 from compat_tests.tool.model import Outcome, Scenario, TargetReport, TargetSpec
 from compat_tests.tool.runner import RunOptions, run_all
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     second = _second(args, p)
     if second is not None:
         targets.append(second)
-    java = JavaEnv()
+    java, go = JavaEnv(), GoEnv()
     prefix = "rc" + _base36(int(time.time()))
     reports: list[TargetReport] = []
     with tempfile.TemporaryDirectory(prefix="rmq-compat-") as work:
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             options = RunOptions(
                 f"{prefix}{'ab'[n]}", Path(work) / str(n), args.timeout, args.keep, args.jobs
             )
-            reports.append(run_all(scenarios, target, java, options, _progress))
+            reports.append(run_all(scenarios, target, java, options, _progress, go))
     diffs = report.differences(reports[0], reports[1]) if len(reports) == 2 else []
     if len(reports) == 2:
         print(report.difference_text(reports[0], reports[1], diffs))

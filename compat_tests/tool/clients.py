@@ -1,7 +1,8 @@
 """Starting the unmodified client programs of ``compat_tests`` against the target of a
 :class:`Context`: the remoting scenario programs (``rmqcompat.*``, key=value arguments, JSON events;
 see ``compat_tests/scenario.py``), the gRPC Java programs (``rmqgrpc.*``, positional arguments,
-outcome lines) and the Python gRPC programs (``compat_tests/grpc_python_*.py``).
+outcome lines), the Python gRPC programs (``compat_tests/grpc_python_*.py``) and the Go gRPC program
+(``compat_tests/grpc_go``, ``-flag=value`` arguments, JSON events).
 
 Every program gets the scenario's remaining time as its limit and is killed after it.
 """
@@ -110,4 +111,16 @@ def grpc_python(ctx: Context, module: str, *args: str) -> Finished:
     if ctx.target.access_key and ctx.target.secret_key:
         env = {"RMQ_ACCESS_KEY": ctx.target.access_key, "RMQ_SECRET_KEY": ctx.target.secret_key}
     argv = [sys.executable, "-m", f"compat_tests.{module}", endpoint, *args]
+    return ctx.track(Background(argv, ctx.home / "out", env)).finish(ctx.remaining())
+
+
+def grpc_go(ctx: Context, mode: str, **flags: object) -> Finished:
+    """Run the Go client program (rocketmq-clients/golang/v5) in ``mode`` with ``-key=value``
+    flags; TLS (trusting any certificate, the client's own test mode) exactly when ``--tls``."""
+    endpoint = grpc_endpoint(ctx)
+    _unsigned(ctx, "the Go client program", ())
+    binary = ctx.go.grpc()
+    argv = [str(binary), f"-endpoint={endpoint}", f"-tls={str(ctx.target.tls).lower()}", f"-mode={mode}"]
+    argv += [f"-{key}={value}" for key, value in flags.items()]
+    env = {"HOME": str(ctx.home)}  # the client writes its log under ~/logs/rocketmq
     return ctx.track(Background(argv, ctx.home / "out", env)).finish(ctx.remaining())

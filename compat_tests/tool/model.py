@@ -1,7 +1,8 @@
 """What a scenario is, what it needs at run time, and what came of it.
 
 A :class:`Scenario` is one feature exercised by one client line (``java-4.9.8``, ``java-5.3.3``:
-the remoting clients; ``java-grpc-5``, ``python-grpc-5``: the RocketMQ 5 gRPC clients). Its body
+the remoting clients; ``java-grpc-5``, ``python-grpc-5``, ``go-grpc-5``: the RocketMQ 5 gRPC
+clients). Its body
 gets a :class:`Context` and either returns (passed) or raises one of the outcomes below; anything
 else it raises is reported as a failure with the exception's text.
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from compat_tests.tool.admin import Admin
+from compat_tests.tool.goenv import GoEnv
 from compat_tests.tool.javaenv import JavaEnv
 from compat_tests.tool.outcomes import Failed, NotRun, Unsupported, check
 from compat_tests.tool.process import Background
@@ -41,14 +43,15 @@ JAVA_498 = "java-4.9.8"
 JAVA_533 = "java-5.3.3"
 JAVA_GRPC = "java-grpc-5"
 PYTHON_GRPC = "python-grpc-5"
+GO_GRPC = "go-grpc-5"
 MQADMIN = "mqadmin-5.3.3"
-CLIENTS = (JAVA_498, JAVA_533, JAVA_GRPC, PYTHON_GRPC, MQADMIN)
+CLIENTS = (JAVA_498, JAVA_533, JAVA_GRPC, PYTHON_GRPC, GO_GRPC, MQADMIN)
 
 
 @dataclass
 class Context:
     """What one scenario run gets: the target, its admin client, the Java environment, a work
-    directory, a name source under the run's prefix, and its deadline."""
+    directory, a name source under the run's prefix, its deadline, and the Go client's build."""
 
     target: TargetSpec
     admin: Admin
@@ -60,6 +63,7 @@ class Context:
     topics: list[str] = field(default_factory=list)
     groups: list[str] = field(default_factory=list)
     processes: list[Background] = field(default_factory=list)
+    go: GoEnv = field(default_factory=GoEnv)
     _counter: int = 0
 
     def track(self, process: Background) -> Background:

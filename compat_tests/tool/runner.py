@@ -1,4 +1,5 @@
-"""Running a selection of scenarios against one target: a reachability check first, then each
+"""Running a selection of scenarios against one target: a reachability check first, then the
+builds of the clients the selection needs (``prepare``, outside any scenario's limit), then each
 scenario in a worker thread with its own work directory, names and deadline; its topics and groups
 are deleted afterwards unless ``keep``. A scenario that overruns its limit is reported as failed
 and its programs are killed; the run goes on."""
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compat_tests.tool.admin import CALL_TIMEOUT_S, Admin, AdminError
+from compat_tests.tool.goenv import GoEnv
 from compat_tests.tool.javaenv import JavaEnv
 from compat_tests.tool.model import (
     Context,
@@ -27,6 +29,7 @@ from compat_tests.tool.model import (
     TargetSpec,
     Unsupported,
 )
+from compat_tests.tool.prepare import prepare
 
 CLEANUP_GRACE_S = 15.0  # after a scenario's limit: killing its programs, deleting its resources
 
@@ -85,7 +88,9 @@ def _cleanup(ctx: Context) -> None:
             ctx.admin.delete_group(group)
 
 
-def run_one(scenario: Scenario, target: TargetSpec, java: JavaEnv, options: RunOptions) -> Outcome:
+def run_one(
+    scenario: Scenario, target: TargetSpec, java: JavaEnv, options: RunOptions, go: GoEnv | None = None
+) -> Outcome:
     """Run one scenario within ``options.timeout``; never raises."""
     started = time.monotonic()
     home = options.workdir / scenario.key
@@ -93,6 +98,8 @@ def run_one(scenario: Scenario, target: TargetSpec, java: JavaEnv, options: RunO
     ctx = Context(
         target, options.admin(target), java, options.prefix, scenario.key, home, started + options.timeout
     )
+    if go is not None:
+        ctx.go = go
     result: list[Outcome] = []
     worker = threading.Thread(target=lambda: result.append(_execute(scenario, ctx)), daemon=True)
     worker.start()
@@ -117,6 +124,7 @@ def run_all(
     java: JavaEnv,
     options: RunOptions,
     progress: Progress | None = None,
+    go: GoEnv | None = None,
 ) -> TargetReport:
     """Every scenario against ``target`` (``options.jobs`` at a time), outcomes in catalogue order."""
     started_wall, started = time.time(), time.monotonic()
@@ -124,12 +132,14 @@ def run_all(
     if problem is not None:
         outcomes = [Outcome(s, "not run", problem) for s in scenarios]
         return TargetReport(target, outcomes, started_wall, time.monotonic() - started)
+    go = go if go is not None else GoEnv()
+    prepare(scenarios, target, java, go, options.jobs)
     done = 0
     lock = threading.Lock()
 
     def one(scenario: Scenario) -> Outcome:
         nonlocal done
-        outcome = run_one(scenario, target, java, options)
+        outcome = run_one(scenario, target, java, options, go)
         with lock:
             done += 1
             if progress is not None:

@@ -1,6 +1,7 @@
 """The RocketMQ 5 gRPC clients against ``--grpc``: rocketmq-client-java 5.0.8 (``rmqgrpc.*``:
 send, SimpleConsumer receive and ack, PushConsumer, FIFO message groups, transactions with the
-check-back, recall of a timer message) and rocketmq-python-client (send, receive). Without an
+check-back, recall of a timer message), rocketmq-python-client (send, receive) and the Go client
+rocketmq-clients/golang/v5 (send with tag, keys and a property; receive, ack). Without an
 endpoint every row is "not run: no endpoint". Topics get the ``message.type`` attribute the 5.x
 proxy checks (FIFO, TRANSACTION, DELAY)."""
 
@@ -8,8 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from compat_tests.tool.clients import grpc_java, grpc_python
-from compat_tests.tool.model import JAVA_GRPC, PYTHON_GRPC, Context, Scenario, Unsupported, check
+from compat_tests.tool.clients import grpc_go, grpc_java, grpc_python
+from compat_tests.tool.model import (
+    GO_GRPC,
+    JAVA_GRPC,
+    PYTHON_GRPC,
+    Context,
+    Failed,
+    Scenario,
+    Unsupported,
+    check,
+)
+from compat_tests.tool.process import Finished
 
 COUNT = 3
 RECALL_DELAY_MS = "8000"
@@ -81,6 +92,45 @@ def python_send_receive(ctx: Context) -> None:
     check(bodies == [f"python_grpc_message_{i}_中文" for i in range(COUNT)], f"received {bodies}")
 
 
+def _go_events(result: Finished, what: str) -> None:
+    """The Go program exits 0 whatever its client met: its ``*_failed`` events say what."""
+    result.require_ok(what)
+    failures = [e for e in result.events() if str(e.get("event", "")).endswith("_failed")]
+    if failures:
+        raise Failed(f"{what}: {failures[0].get('event')}: {failures[0].get('error')}")
+    check(result.of("done") != [], f"{what} did not finish: {result.error()}")
+
+
+def go_expected(i: int, message_id: str) -> dict[str, object]:
+    """What the Go consumer must see of the Go producer's message ``i`` (``grpc_go/main.go``)."""
+    return {
+        "id": message_id,
+        "body": f"go grpc message {i} 中文",
+        "tag": "TagG",
+        "keys": [f"gkey-{i}", f"gkey-{i}-b"],
+        "props": {"index": str(i)},
+    }
+
+
+def go_send_receive(ctx: Context) -> None:
+    topic, group = ctx.topic(), ctx.group()
+    produced = grpc_go(ctx, "produce", topic=topic, count=COUNT)
+    _go_events(produced, "Go producer")
+    sent = {int(e["i"]): str(e["id"]) for e in produced.of("sent")}
+    check(len(sent) == COUNT, f"{len(sent)} of {COUNT} sends succeeded")
+    consumed = grpc_go(
+        ctx, "consume", topic=topic, group=group, count=COUNT, change="false", timeout=f"{_seconds(ctx)}s"
+    )
+    _go_events(consumed, "Go consumer")
+    views = [{k: e.get(k) for k in ("id", "body", "tag", "keys", "props")} for e in consumed.of("received")]
+    expected = [go_expected(i, message_id) for i, message_id in sorted(sent.items())]
+    missing, other = [e for e in expected if e not in views], [v for v in views if v not in expected]
+    check(not missing and not other, f"{len(missing)} of {COUNT} arrived changed or not at all: {other[:1]}")
+    acked = sorted(str(e["id"]) for e in consumed.of("acked"))
+    check(acked == sorted(sent.values()), f"acknowledged {len(acked)} of {COUNT}")
+    check(consumed.of("empty") != [], "a receive after the acknowledgements still found messages")
+
+
 def _one(
     key: str, feature: str, client: str, tags: set[str], body: Callable[[Context], None], text: str
 ) -> Scenario:
@@ -107,5 +157,13 @@ def scenarios() -> list[Scenario]:
             frozenset({"send", "grpc"}),
             python_send_receive,
             "Python producer and SimpleConsumer",
+        ),
+        Scenario(
+            "gosend",
+            "gRPC send/receive",
+            GO_GRPC,
+            frozenset({"send", "grpc"}),
+            go_send_receive,
+            "Go producer (tag, keys, property) and SimpleConsumer ack",
         ),
     ]
