@@ -22,6 +22,7 @@ Java's Proxy records no latency of its gRPC calls (``RemotingMetricsManager`` on
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import time
@@ -43,6 +44,7 @@ CallObserver = Callable[[str, str, bool, str, float], None]
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
+@functools.cache  # the methods are the service's few, named by this code, never by a client
 def method_label(method: str) -> str:
     """``SendMessage`` -> ``send_message``: the RPC's name as the remoting request codes' labels
     are spelled (``send_message_v2``)."""
