@@ -18,9 +18,10 @@ both offset tables, close the store.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -153,11 +154,13 @@ class Broker:
         client_tls: ssl.SSLContext | None = None,
         faults: FaultPoint | None = None,
         ha_listeners: list[trio.SocketListener] | None = None,
+        connection_ids: Iterator[int] | None = None,
     ) -> None:
         """``client_tls``: the context of the connections to the NameServers when ``tls.enable``
         (``NettyClientConfig.useTLS``); None: plaintext. ``faults``: rules that make the broker
         answer otherwise (:mod:`gateway.transport.faults`); None: none. ``ha_listeners``: the
-        bound HA port (:mod:`broker.ha`); None: no slave can connect."""
+        bound HA port (:mod:`broker.ha`); None: no slave can connect. ``connection_ids``: the
+        numbers of its client connections, shared with its gRPC endpoint (default: its own)."""
         self.config = config
         self.stats = BrokerStats(config.broker_cluster_name)
         self.hold = PullHoldService()
@@ -201,10 +204,13 @@ class Broker:
             self.controller, pop, consume.writer, consume.state, consume.orders, self.timers.caught_up
         )
         self.pop.revive.ensure_topic()
-        self.server = RemotingServer(self.dispatcher, server_config, name="broker", listeners=listeners)
+        self.server = RemotingServer(
+            self.dispatcher, server_config, name="broker", listeners=listeners, ids=connection_ids
+        )
         self.server.on_disconnect.append(self._connection_closed)
         vip = dataclasses.replace(server_config, port=vip_port_of(config.listen_port))
-        # One connection id sequence for both ports: the client tables are keyed by it.
+        # One connection id sequence for both ports (and the gRPC endpoint): an id in a log line
+        # names one connection.
         self.vip_server = RemotingServer(
             VipDispatcher(self.dispatcher), vip, "broker-vip", vip_listeners, ids=self.server.ids
         )
@@ -312,7 +318,7 @@ class Broker:
             self.controller.tables.persist_dirty()
 
     def _connection_closed(self, conn: Connection) -> None:
-        for group in self.controller.clients.remove_connection(conn.info.id):
+        for group in self.controller.clients.remove_connection(conn.info):
             self.controller.notify_consumer_ids_changed(group)
 
     async def _housekeeping(self) -> None:
@@ -376,6 +382,8 @@ class BrokerApp:
         self._stop = trio.Event()
         self._stopped = trio.Event()
         self._broker: Broker | None = None
+        #: The numbers of every client connection, remoting (both ports) and gRPC alike.
+        self.connection_ids = itertools.count(1)
 
     async def run(self, *, task_status: trio.TaskStatus[RemotingServer] = trio.TASK_STATUS_IGNORED) -> None:
         host = self.server_config.host
@@ -395,6 +403,7 @@ class BrokerApp:
                 client_tls=self.client_tls,
                 faults=self.faults,
                 ha_listeners=ha_listeners,
+                connection_ids=self.connection_ids,
             )
             await self._broker.run(task_status=task_status)
         finally:
@@ -443,17 +452,21 @@ class BrokerApp:
         table a gRPC server serves (``port``: the endpoint's, which routes advertise); its
         background loop (the renewal of push consumers' receipt handles) is started with
         ``start_soon``. Imports protobuf: called when the first gRPC client connects."""
+        from broker.grpc.observe import CallRecorder
         from broker.grpc.service import MessagingService
 
         broker = self.broker
+        recorder = CallRecorder()
+        if broker.metrics is not None:
+            recorder.observers.append(broker.metrics.on_grpc_request)
         service = MessagingService(
             broker.controller,
             port,
             broker.services,
             broker.auth.checks,
             config,
-            broker.server.ids,
             self.faults.table.point("grpc") if self.faults is not None else None,
+            recorder,
         )
         if service.consumer is not None:
             start_soon(service.consumer.renewer.run)

@@ -5,6 +5,11 @@ Mirrors ``ProducerManager``, ``ConsumerManager``, ``ConsumerGroupInfo`` and
 (``gateway.transport.dispatch.ConnectionInfo``) registered under a group by HEART_BEAT, refreshed
 by every heartbeat, dropped by UNREGISTER_CLIENT, by its connection closing, or after
 ``channelExpiredTimeout`` of silence.
+
+The tables are keyed by the :class:`ConnectionInfo` itself, as Java's are by the Netty
+``Channel``: a remoting client's is its TCP connection's; a gRPC client's is the one the gRPC
+door keeps per client id for as long as the client is known (Java's ``GrpcClientChannel``), so the
+same tables, listings and expiry serve both protocols and no two clients can share a key.
 Membership and subscription changes are reported to the caller, which notifies the group's
 consumers (NOTIFY_CONSUMER_IDS_CHANGED) unless the group is broadcasting.
 """
@@ -50,7 +55,7 @@ class ConsumerGroupInfo:
     consume_type: str = ""
     message_model: str = ""
     consume_from_where: str = ""
-    channels: dict[int, ClientChannel] = field(default_factory=dict)  # by connection id
+    channels: dict[ConnectionInfo, ClientChannel] = field(default_factory=dict)  # by connection
     subscriptions: dict[str, SubscriptionData] = field(default_factory=dict)  # by topic
     last_update_ms: int = 0
 
@@ -67,12 +72,12 @@ class ClientManager:
 
     def __init__(self, channel_expired_timeout_ms: int = 120_000) -> None:
         self.channel_expired_timeout_ms = channel_expired_timeout_ms
-        self.producers: dict[str, dict[int, ClientChannel]] = {}
+        self.producers: dict[str, dict[ConnectionInfo, ClientChannel]] = {}
         self.consumers: dict[str, ConsumerGroupInfo] = {}
         self._producer_counter = 0
 
     def register_producer(self, group: str, channel: ClientChannel) -> None:
-        self.producers.setdefault(group, {})[channel.connection.id] = channel
+        self.producers.setdefault(group, {})[channel.connection] = channel
 
     def register_consumer(
         self, data: ConsumerData, channel: ClientChannel, *, keep_subscriptions: bool = False
@@ -85,8 +90,8 @@ class ClientManager:
         info.message_model = data.message_model
         info.consume_from_where = data.consume_from_where
         info.last_update_ms = channel.last_update_ms
-        changed = channel.connection.id not in info.channels
-        info.channels[channel.connection.id] = channel
+        changed = channel.connection not in info.channels
+        info.channels[channel.connection] = channel
         if not keep_subscriptions:
             new = {s.topic: s for s in data.subscription_data_set}
             old = info.subscriptions
@@ -103,46 +108,44 @@ class ClientManager:
             }
         return changed
 
-    def unregister_producer(self, group: str, conn_id: int) -> None:
+    def unregister_producer(self, group: str, connection: ConnectionInfo) -> None:
         channels = self.producers.get(group)
         if channels is not None:
-            channels.pop(conn_id, None)
+            channels.pop(connection, None)
             if not channels:
                 del self.producers[group]
 
-    def unregister_consumer(self, group: str, conn_id: int) -> bool:
+    def unregister_consumer(self, group: str, connection: ConnectionInfo) -> bool:
         """Remove a consumer channel; True when it was a member (the group changed)."""
         info = self.consumers.get(group)
-        if info is None or info.channels.pop(conn_id, None) is None:
+        if info is None or info.channels.pop(connection, None) is None:
             return False
         if not info.channels:
             del self.consumers[group]
         return True
 
-    def remove_connection(self, conn_id: int) -> list[str]:
+    def remove_connection(self, connection: ConnectionInfo) -> list[str]:
         """Drop every registration of a closed connection; returns the consumer groups that changed."""
         for group in list(self.producers):
-            self.unregister_producer(group, conn_id)
-        return [g for g in list(self.consumers) if self.unregister_consumer(g, conn_id)]
+            self.unregister_producer(group, connection)
+        return [g for g in list(self.consumers) if self.unregister_consumer(g, connection)]
 
     def expire(self, now_ms: int) -> tuple[list[ConnectionInfo], list[str]]:
         """Drop channels silent for longer than the timeout: (their connections, groups changed)."""
         deadline = now_ms - self.channel_expired_timeout_ms
-        stale: dict[int, ConnectionInfo] = {}
+        stale: dict[ConnectionInfo, None] = {}  # in order, each once
         for channels in self.producers.values():
-            stale.update({cid: ch.connection for cid, ch in channels.items() if ch.last_update_ms < deadline})
+            stale.update({conn: None for conn, ch in channels.items() if ch.last_update_ms < deadline})
         for info in self.consumers.values():
-            stale.update(
-                {cid: ch.connection for cid, ch in info.channels.items() if ch.last_update_ms < deadline}
-            )
+            stale.update({conn: None for conn, ch in info.channels.items() if ch.last_update_ms < deadline})
         changed: list[str] = []
-        for conn_id in stale:
-            changed += self.remove_connection(conn_id)
+        for connection in stale:
+            changed += self.remove_connection(connection)
         if stale:
             logger.info(
                 "expired %d client channel(s) silent for %d ms", len(stale), self.channel_expired_timeout_ms
             )
-        return list(stale.values()), changed
+        return list(stale), changed
 
     def find_producer_channel(self, group: str) -> ClientChannel | None:
         """The channel a transaction check of ``group`` goes to (``ProducerManager.getAvailableChannel``).

@@ -14,8 +14,13 @@ is about a tenth of the gateway's start-up imports.
   ``rocketmq_messages_out_total`` / ``rocketmq_throughput_out_total`` (topic, consumer_group,
   is_retry, is_system), the ``rocketmq_message_size`` histogram, and the
   ``rocketmq_rpc_latency_milliseconds`` histogram (protocol_type, request_code, response_code,
-  is_long_polling, result; code names in lower case) of every request the dispatcher answers.
-  Names, labels and buckets are those the Java broker's OpenTelemetry exporter produces.
+  is_long_polling, result; code names in lower case) of every request the dispatcher answers,
+  and of every gRPC request (``protocol_type="grpc"``, the RPC's name in snake case as
+  request_code, the response's ``apache.rocketmq.v2.Code`` or the ending gRPC status as
+  response_code; the gRPC door tells :meth:`BrokerMetrics.on_grpc_request` of each, see
+  :mod:`broker.grpc.observe`). Names, labels and buckets are those the Java broker's
+  OpenTelemetry exporter produces; Java's Proxy records no gRPC latency, the ``grpc`` series are
+  this broker's own.
 * Gauges, computed on the broker's thread at most once a second while requests flow and read by
   the HTTP thread as an immutable snapshot (the broker's tables are not thread-safe):
   ``rocketmq_consumer_lag_messages``, ``rocketmq_consumer_lag_latency_milliseconds``,
@@ -72,6 +77,7 @@ SHARDING_KEY = "__SHARDINGKEY"  # MessageConst.PROPERTY_SHARDING_KEY
 # MessageConst's start-deliver-time, delay level and the three timer properties
 DELAY_KEYS = ("__STARTDELIVERTIME", DELAY, "TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS")
 PROTOCOL_TYPE = "remoting"  # MetricsConstant.PROTOCOL_TYPE_REMOTING
+GRPC_PROTOCOL_TYPE = "grpc"  # the gRPC door's requests (no Java constant: the Proxy records none)
 
 
 class BrokerMetrics:
@@ -159,11 +165,26 @@ class BrokerMetrics:
         elapsed_ms: float,
     ) -> None:
         self.rpc_latency.labels(
-            protocol_type="remoting",
+            protocol_type=PROTOCOL_TYPE,
             request_code=request_code_name(request.code).lower(),
             response_code=response_code_name(response.code).lower() if response is not None else "success",
             is_long_polling=_flag(ctx.suspended),
             result="oneway" if request.is_oneway else "success",
+            **self.base,
+        ).observe(elapsed_ms)
+        self.maybe_refresh()
+
+    def on_grpc_request(
+        self, method: str, response_code: str, long_polling: bool, result: str, elapsed_ms: float
+    ) -> None:
+        """A gRPC request answered (``broker.grpc.observe.CallObserver``): labels as a remoting
+        request's, with ``protocol_type="grpc"``."""
+        self.rpc_latency.labels(
+            protocol_type=GRPC_PROTOCOL_TYPE,
+            request_code=method,
+            response_code=response_code,
+            is_long_polling=_flag(long_polling),
+            result=result,
             **self.base,
         ).observe(elapsed_ms)
         self.maybe_refresh()

@@ -7,7 +7,8 @@ rows naming the topic and group, figures that moved with the traffic), and the t
 outputs are compared for shape: the same keys in ``brokerStatus``, every real key in
 ``getBrokerConfig`` / ``getNamesrvConfig``. The Prometheus endpoint of both (``metricsExporterType
 =PROM``) is scraped after a bounded load and its counters checked against the messages sent and
-consumed.
+consumed; during the load our gateway also gets a few gRPC sends, timed next to the remoting
+requests (the reference is a broker without a Proxy in front, and Java's Proxy times none).
 
 To keep JVM start-ups few, the subcommands run in batches inside one JVM
 (:mod:`compat_tests.mqadmin_batch`), and the two targets run in parallel threads.
@@ -24,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import grpc
 import pytest
 
 from compat_tests.golden_servers import free_port
@@ -36,6 +38,7 @@ from compat_tests.scenario import (
     start_scenario,
 )
 from compat_tests.targets import GatewayTarget, ReferenceTarget, Target, start_target
+from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
@@ -49,6 +52,9 @@ MIN_UPTIME_S = 70.0  # of the broker before the load whose statistics are read
 # statsAll's TPS come from StatsItem's minute samples, taken every 10 s: the load must be at least
 # one sample old when they are read, and (for brokerStatus's putTps) less than a minute old.
 MINUTE_SAMPLE_S = 12.0
+GRPC_TOPIC = "OpsGrpcTopic"  # created on both targets; only ours gets gRPC sends
+GRPC_SENT = 5
+SEND_MESSAGE = "/apache.rocketmq.v2.MessagingService/SendMessage"
 
 
 @dataclass
@@ -65,6 +71,7 @@ class Run:
     consumed_between: int = 0
     sent_between: int = 0
     load_age_s: float = 0.0  # from the load's last send to the start of the statistics batch
+    grpc_codes: list[int] = field(default_factory=list)  # of the gRPC sends (gateway only)
 
 
 def broker_addr(target: Target) -> str:
@@ -72,6 +79,32 @@ def broker_addr(target: Target) -> str:
         return f"127.0.0.1:{target.broker_port}"
     assert isinstance(target, ReferenceTarget)
     return f"127.0.0.1:{target.servers.broker_port}"
+
+
+def grpc_address(target: Target) -> str | None:
+    """The gRPC endpoint of our gateway process, from its ready line (None: the target has none)."""
+    if not isinstance(target, GatewayTarget):
+        return None
+    found = re.search(r"ready: .*grpc=(\S+)", target.log.read_text(errors="replace"))
+    return found.group(1) if found else None
+
+
+def grpc_sends(address: str, count: int) -> list[int]:
+    """``count`` SendMessage calls with grpcio, as a 5.x producer makes them; their status codes."""
+    metadata = [("x-mq-client-id", "ops-grpc-producer"), ("x-mq-language", "JAVA"), ("x-mq-protocol", "v2")]
+    codes = []
+    with grpc.insecure_channel(address) as channel:
+        send = channel.unary_unary(
+            SEND_MESSAGE,
+            request_serializer=lambda m: m.SerializeToString(),
+            response_deserializer=pb.SendMessageResponse.FromString,
+        )
+        for i in range(count):
+            props = pb.SystemProperties(message_id=f"0A0000010000000000000000{i:08X}", message_type=pb.NORMAL)
+            message = pb.Message(topic=pb.Resource(name=GRPC_TOPIC), body=b"grpc", system_properties=props)
+            answer = send(pb.SendMessageRequest(messages=[message]), metadata=metadata, timeout=STEP_S)
+            codes.append(answer.status.code)
+    return codes
 
 
 def scrape(port: int) -> str:
@@ -113,9 +146,15 @@ def exercise(name: str, workdir: Path) -> Run:
     try:
         naddr, addr = target.namesrv_addr, broker_addr(target)
         first = mqadmin_batch(
-            naddr, {"updateTopic": ["updateTopic", "-b", addr, "-t", TOPIC, "-r", "2", "-w", "2"]}, home
+            naddr,
+            {
+                "updateTopic": ["updateTopic", "-b", addr, "-t", TOPIC, "-r", "2", "-w", "2"],
+                "updateTopic_grpc": ["updateTopic", "-b", addr, "-t", GRPC_TOPIC, "-r", "1", "-w", "1"],
+            },
+            home,
         )
         assert "success" in first["updateTopic"], first
+        assert "success" in first["updateTopic_grpc"], first
         sent = of(
             run_scenario(LINE, "produce", naddr, home, STEP_S, topic=TOPIC, count=SENT, group="opsProducer"),
             "sent",
@@ -134,6 +173,9 @@ def exercise(name: str, workdir: Path) -> Run:
         time.sleep(max(0.0, started + MIN_UPTIME_S - time.monotonic()))
         run.metrics_before = scrape(metrics_port)
         load = start_scenario(LINE, "produce", naddr, home, STEP_S, topic=TOPIC, count=LOAD, group="opsLoad")
+        grpc_addr = grpc_address(target)
+        if grpc_addr is not None:
+            run.grpc_codes = grpc_sends(grpc_addr, GRPC_SENT)
         load_sent = of(load.wait(), "sent")
         load_ended = time.monotonic()
         wait_for(
@@ -421,3 +463,22 @@ def test_prometheus_counters_follow_the_load(runs: dict[str, Run], name: str) ->
     # The caught-up consumer's pulls were parked until the load arrived: timed as long polling.
     held = {"request_code": "pull_message", "is_long_polling": "true"}
     assert counter_sum(run.metrics_after, "rocketmq_rpc_latency_milliseconds_count", **held) > 0
+
+
+def test_grpc_sends_are_timed_next_to_remoting_requests(runs: dict[str, Run]) -> None:
+    """Our gateway's gRPC sends in the same histogram as the remoting requests, labelled
+    ``protocol_type="grpc"``, the RPC as request code and the v2 status as response code, and
+    their messages counted as received like any other. (The reference broker has no gRPC door.)"""
+    run = runs["gateway"]
+    assert run.grpc_codes == [pb.OK] * GRPC_SENT, "the gateway target serves no gRPC endpoint"
+    labels = {"protocol_type": "grpc", "request_code": "send_message", "response_code": "ok"}
+    count = "rocketmq_rpc_latency_milliseconds_count"
+    timed = counter_sum(run.metrics_after, count, **labels) - counter_sum(run.metrics_before, count, **labels)
+    assert timed == GRPC_SENT
+    assert re.search(
+        r'^rocketmq_rpc_latency_milliseconds_bucket\{[^}]*protocol_type="grpc"', run.metrics_after, re.M
+    )
+    received = counter_sum(run.metrics_after, "rocketmq_messages_in_total", topic=GRPC_TOPIC)
+    assert received == GRPC_SENT
+    # The remoting series are still there, told apart by their protocol_type.
+    assert counter_sum(run.metrics_after, count, protocol_type="remoting", request_code="send_message_v2") > 0

@@ -259,7 +259,7 @@ async def start_grpc(
     def methods() -> dict[str, Handler]:
         return broker.grpc_methods(port, config, nursery.start_soon)
 
-    server = GrpcServer(methods, config, context, listeners, tls_mode)
+    server = GrpcServer(methods, config, context, listeners, tls_mode, ids=broker.connection_ids)
     await nursery.start(server.run)
     logger.info(
         "gRPC endpoint listening on %s (tls.server.mode %s%s)",

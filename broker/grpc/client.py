@@ -8,13 +8,19 @@ client does not finish starting before that answer. Settings and heartbeats regi
 in the broker's ClientManager (a producer under each of its topics, the Proxy's producer group
 for transaction checks; a consumer under its group with its subscriptions), where the remoting
 clients are, so expiry and consumer listings work the same for both.
+
+A client's key there is the one :class:`ConnectionInfo` kept per client id from its first
+registration to its termination (Java's ``GrpcChannelManager.createChannel``): its ``id`` is the
+broker-wide number of the HTTP/2 connection it registered over, its address that connection's
+peer, its language the ``x-mq-language`` header and its version the ``x-mq-client-version``
+header read as an ``MQVersion`` name (``ClientActivity.parseClientVersion``: the current version
+when it is not one), as ``consumerConnection`` and ``producerConnection`` show them.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.message import DecodeError
@@ -27,12 +33,16 @@ from broker.grpc.common import (
     ClientContext,
     RequestCheck,
     StatusError,
+    caller,
     require_client_id,
     status,
 )
+from broker.grpc.observe import CallRecorder
 from broker.grpc.renewal import CUSTOMIZED_RETRY_MS
 from broker.subscription_group_manager import SubscriptionGroupConfig
-from codec.bodies.heartbeat import ConsumerData, SubscriptionData
+from codec.bodies.heartbeat import CONSUME_ACTIVELY, CONSUME_PASSIVELY, ConsumerData, SubscriptionData
+from codec.codes import LanguageCode
+from codec.versions import CURRENT_VERSION, version_ordinal
 from gateway.transport.dispatch import ConnectionInfo, Peer
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
@@ -46,9 +56,24 @@ PRODUCER_BACKOFF_MULTIPLIER = 2  # grpcClientProducerBackoffMultiplier
 VALIDATE_MESSAGE_TYPE = True  # enableTopicMessageTypeCheck
 CONSUMER_BATCH_SIZE = 32  # grpcClientConsumerLongPollingBatchSize
 CONSUMER_MAX_LONG_POLLING_MS = 20_000  # grpcClientConsumerMaxLongPollingTimeoutMillis
-#: Where a ClientActivity given no id sequence numbers its clients, apart from remoting
-#: connections' ids (the broker's wiring gives it the remoting servers' own sequence instead).
-GRPC_CONNECTION_IDS = 1 << 48
+TELEMETRY = "Telemetry"
+
+
+def language_of(header: str) -> LanguageCode:
+    """``LanguageCode.valueOf(x-mq-language)``; a name it does not know is ``OTHER``."""
+    try:
+        return LanguageCode[header.upper()]
+    except KeyError:
+        return LanguageCode.OTHER
+
+
+def client_version_of(header: str) -> int:
+    """``ClientActivity.parseClientVersion``: the ``MQVersion`` ordinal named by the header (upper
+    case), else the current version (a 5.x client sends ``5.0.8``, which names none)."""
+    try:
+        return version_ordinal(header.upper())
+    except KeyError:
+        return CURRENT_VERSION
 
 
 def _duration_ms(ms: int) -> Duration:
@@ -104,12 +129,11 @@ class ClientActivity:
         now_ms: Callable[[], int] | None = None,
         peer_for: Callable[[str], Peer] | None = None,
         check: RequestCheck | None = None,
-        ids: Iterator[int] | None = None,
+        recorder: CallRecorder | None = None,
     ) -> None:
         """``peer_for(client_id)``: what the broker calls to reach the client (transaction checks);
-        ``check``: the request pipeline, run on every Telemetry command; ``ids``: the connection id
-        sequence the broker's remoting servers number their connections from, so that a gRPC
-        client is one more connection in the ClientManager."""
+        ``check``: the request pipeline, run on every Telemetry command; ``recorder``: told of
+        every Settings command a Telemetry stream carries and its refusals."""
         self.broker = broker
         self.check = check
         self.peer_for = peer_for
@@ -118,7 +142,7 @@ class ClientActivity:
         self.connections: dict[str, ConnectionInfo] = {}
         #: Open Telemetry streams by client id (server-to-client commands go there).
         self.sessions: dict[str, Call] = {}
-        self._ids = ids if ids is not None else itertools.count(GRPC_CONNECTION_IDS)
+        self.recorder = recorder if recorder is not None else CallRecorder()
 
     # -- settings --------------------------------------------------------------------------------
 
@@ -135,7 +159,7 @@ class ClientActivity:
         """``ConsumerManager.findChannel(group, channel) != null`` for the client's channel."""
         info = self.connections.get(client_id)
         members = self.broker.clients.consumers.get(group)
-        return info is not None and members is not None and info.id in members.channels
+        return info is not None and members is not None and info in members.channels
 
     def settings_of(self, client_id: str) -> pb.Settings | None:
         """``getClientSettings``: the stored settings merged with the server's, metrics off."""
@@ -156,20 +180,24 @@ class ClientActivity:
     # -- registrations ---------------------------------------------------------------------------
 
     def _connection(self, ctx: ClientContext) -> ConnectionInfo:
+        """The client's key in the ClientManager (see the module docstring), made on first use."""
         info = self.connections.get(ctx.client_id)
         if info is None:
             peer = self.peer_for(ctx.client_id) if self.peer_for is not None else None
-            info = ConnectionInfo(next(self._ids), ctx.remote_addr, "", peer)
+            info = ConnectionInfo(ctx.connection_id, ctx.remote_addr, "", peer)
             info.client_id = ctx.client_id
+            info.language = language_of(ctx.language)
+            info.version = client_version_of(ctx.version)
             self.connections[ctx.client_id] = info
         return info
 
     def _register(self, ctx: ClientContext, settings: pb.Settings) -> None:
         """The producer under each of its topics (the Proxy's producer group is the topic name);
-        a consumer under its group with its subscriptions, consuming passively (POP) in
-        clustering mode from the last offset, as ``ClientActivity.heartbeat`` registers one."""
+        a consumer under its group with its subscriptions in clustering mode from the last offset,
+        consuming actively when it is a simple consumer, passively when a push consumer
+        (``ClientActivity.buildConsumeType``), as ``ClientActivity.heartbeat`` registers one."""
         info = self._connection(ctx)
-        channel = ClientChannel(info, ctx.client_id, 0, 0, self.now_ms())
+        channel = ClientChannel(info, ctx.client_id, info.language, info.version, self.now_ms())
         if settings.HasField("publishing"):
             for topic in settings.publishing.topics:
                 self.broker.clients.register_producer(topic.name, channel)
@@ -182,8 +210,11 @@ class ClientActivity:
                 )
                 for entry in settings.subscription.subscriptions
             ]
+            simple = settings.client_type == pb.SIMPLE_CONSUMER
             data = ConsumerData(
-                group_name=settings.subscription.group.name, subscription_data_set=subscriptions
+                group_name=settings.subscription.group.name,
+                consume_type=CONSUME_ACTIVELY if simple else CONSUME_PASSIVELY,
+                subscription_data_set=subscriptions,
             )
             if self.broker.clients.register_consumer(data, channel):
                 self.broker.notify_consumer_ids_changed(data.group_name)
@@ -193,9 +224,9 @@ class ClientActivity:
         if info is None:
             return
         for topic in settings.publishing.topics:
-            self.broker.clients.unregister_producer(topic.name, info.id)
+            self.broker.clients.unregister_producer(topic.name, info)
         group = settings.subscription.group.name
-        if group and self.broker.clients.unregister_consumer(group, info.id):
+        if group and self.broker.clients.unregister_consumer(group, info):
             self.broker.notify_consumer_ids_changed(group)
 
     # -- RPCs ------------------------------------------------------------------------------------
@@ -244,11 +275,13 @@ class ClientActivity:
                 except DecodeError:
                     logger.info("grpc client %s: malformed TelemetryCommand ignored", ctx.client_id)
                     continue
+                start = self.recorder.start()
                 if self.check is not None:
                     try:
                         self.check(ctx, command)
                     except StatusError as err:
                         # ResponseWriter.write: the status, then the stream is completed.
+                        self.recorder.refused(TELEMETRY, caller(call), err.code, err.message, start)
                         answer = pb.TelemetryCommand(status=status(err.code, err.message))
                         await call.send(answer.SerializeToString())
                         return
@@ -257,7 +290,10 @@ class ClientActivity:
                     try:
                         answer = self.on_settings(ctx, command.settings)
                     except StatusError as err:
+                        self.recorder.refused(TELEMETRY, caller(call), err.code, err.message, start)
                         answer = pb.TelemetryCommand(status=status(err.code, err.message))
+                    else:
+                        self.recorder.answered(TELEMETRY, answer.status.code, start)
                     await call.send(answer.SerializeToString())
                 else:
                     logger.debug("grpc client %s: telemetry %s", ctx.client_id, kind)

@@ -9,12 +9,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from google.protobuf.message import DecodeError
 from google.protobuf.message import Message as ProtoMessage
 
 from broker.grpc.faults import injected as fault_answer
+from broker.grpc.observe import CallRecorder
 from codec.codes import ResponseCode
 from codec.errors import RocketMQError
 from gateway.transport.faults import FaultPoint
@@ -44,6 +45,7 @@ class Call(Protocol):
 
     metadata: dict[str, str]
     peer: str
+    connection_id: int  # of the HTTP/2 connection the call came on
 
     async def receive(self) -> bytes | None: ...
 
@@ -95,11 +97,19 @@ class ClientContext:
     language: str
     version: str
     metadata: Mapping[str, str]  # every request header (the credentials are read from it)
+    connection_id: int = 0  # of the HTTP/2 connection the request came on
 
     @classmethod
     def of(cls, call: Call) -> ClientContext:
         md = call.metadata
-        return cls(md.get(CLIENT_ID, ""), call.peer, md.get(LANGUAGE, ""), md.get(CLIENT_VERSION, ""), md)
+        return cls(
+            md.get(CLIENT_ID, ""),
+            call.peer,
+            md.get(LANGUAGE, ""),
+            md.get(CLIENT_VERSION, ""),
+            md,
+            call.connection_id,
+        )
 
 
 Req = TypeVar("Req", bound=ProtoMessage)
@@ -113,14 +123,18 @@ def unary(
     check: RequestCheck | None = None,
     faults: FaultPoint | None = None,
     method: str = "",
+    recorder: CallRecorder | None = None,
 ) -> Handler:
     """A unary handler: parse, ``check`` it, call ``fn``, answer; a refusal is the response's
     ``status``. ``faults``: the gRPC fault rules, asked (with the call's ``method`` path) before
-    ``fn`` when one is active (:mod:`broker.grpc.faults`).
+    ``fn`` when one is active (:mod:`broker.grpc.faults`). ``recorder``: told of the answer, or
+    of the refusal, with the time it took (:mod:`broker.grpc.observe`).
 
     A request that does not parse ends the call with INVALID_ARGUMENT (no response message)."""
+    name = method.rsplit("/", 1)[-1]
 
-    async def handle(call: Call) -> None:
+    async def answer(call: Call) -> tuple[ProtoMessage, pb.Status | None]:
+        """The response, and its status when it is a refusal."""
         payload = await call.receive()
         if payload is None:
             raise GrpcError(StatusCode.INTERNAL, "no request message")
@@ -140,15 +154,35 @@ def unary(
             if faults is not None and faults.rules:
                 injected = await fault_answer(faults, method, ctx.remote_addr, request, response_type)
             if injected is not None:
-                response = injected
-            else:
-                answer = fn(ctx, request)
-                response = answer if isinstance(answer, ProtoMessage) else await answer
+                return injected, None
+            result = fn(ctx, request)
+            return (result if isinstance(result, ProtoMessage) else await result), None
         except (StatusError, RocketMQError) as err:
-            response = response_type(status=status_of(err))
+            refusal = status_of(err)
+            return response_type(status=refusal), refusal
+
+    async def handle(call: Call) -> None:
+        start = recorder.start() if recorder is not None else 0.0
+        try:
+            response, refusal = await answer(call)
+        except GrpcError as err:
+            if recorder is not None:
+                recorder.failed(name, caller(call), err.code, err.message, start)
+            raise
+        if recorder is not None:
+            if refusal is not None:
+                recorder.refused(name, caller(call), refusal.code, refusal.message, start)
+            else:
+                recorder.answered(name, cast(Any, response).status.code, start)  # every v2 response has one
         await call.send(response.SerializeToString(), flush=False)
 
     return handle
+
+
+def caller(call: Call) -> str:
+    """Who a call came from, for a log line: its client id and address."""
+    client_id = call.metadata.get(CLIENT_ID, "")
+    return f"{client_id}@{call.peer}" if client_id else call.peer
 
 
 def require_client_id(ctx: ClientContext) -> str:

@@ -24,8 +24,18 @@ from collections.abc import Callable
 from google.protobuf.message import DecodeError
 
 from broker.controller import BrokerController
-from broker.grpc.common import OK, Call, ClientContext, RequestCheck, StatusError, status, status_of
+from broker.grpc.common import (
+    OK,
+    Call,
+    ClientContext,
+    RequestCheck,
+    StatusError,
+    caller,
+    status,
+    status_of,
+)
 from broker.grpc.convert import to_message
+from broker.grpc.observe import CallRecorder
 from broker.grpc.renewal import HandleTable, ReceiptHandle, TrackedHandle
 from broker.grpc.renewer import Renewer
 from broker.grpc.route import check_topic
@@ -55,6 +65,7 @@ from gateway.transport.grpc.status import GrpcError, StatusCode
 logger = logging.getLogger(__name__)
 
 MAX_MSG_NUMS_FOR_POP = 32  # ProxyUtils.MAX_MSG_NUMS_FOR_POP_REQUEST
+RECEIVE_MESSAGE = "ReceiveMessage"
 DEFAULT_MAX_ATTEMPTS = 17  # a consumer without settings: the default group's 16 retries + 1
 
 
@@ -71,14 +82,17 @@ class ConsumerActivity:
         online: Callable[[str, str], bool] | None = None,
         *,
         send_back: SendBackService | None = None,
+        recorder: CallRecorder | None = None,
     ) -> None:
         """``online(client id, group)``: whether a client is still registered in a group (its
         renewed handles are cleared when it is not); ``send_back``: the broker's send-back service
-        (default: one of its own)."""
+        (default: one of its own); ``recorder``: told of every ReceiveMessage and its refusals
+        (the unary RPCs tell theirs in ``unary()``)."""
         self.broker = broker
         self.pop = pop
         self.check = check  # the request pipeline (ReceiveMessage; the unary RPCs get it in unary())
         self.send_back = send_back if send_back is not None else SendBackService(broker)
+        self.recorder = recorder if recorder is not None else CallRecorder()
         self.settings_of = settings_of
         self.config = config or GrpcServerConfig()
         self.handles = HandleTable()
@@ -120,7 +134,24 @@ class ConsumerActivity:
     # -- ReceiveMessage ----------------------------------------------------------------------------
 
     async def receive_message(self, call: Call) -> None:
-        """The server stream: a status, the messages when there are some, the delivery timestamp."""
+        """The server stream: a status, the messages when there are some, the delivery timestamp.
+        The recorder is told of it as a long poll (the broker holds it up to its poll time)."""
+        recorder = self.recorder
+        start = recorder.start()
+        try:
+            answer, refused = await self._answer_receive(call)
+        except GrpcError as err:
+            recorder.failed(RECEIVE_MESSAGE, caller(call), err.code, err.message, start)
+            raise
+        if refused:
+            recorder.refused(
+                RECEIVE_MESSAGE, caller(call), answer.code, answer.message, start, long_polling=True
+            )
+        else:
+            recorder.answered(RECEIVE_MESSAGE, answer.code, start, long_polling=True)
+
+    async def _answer_receive(self, call: Call) -> tuple[pb.Status, bool]:
+        """Answer one ReceiveMessage: (the status it got, whether that was a refusal)."""
         payload = await call.receive()
         if payload is None:
             raise GrpcError(StatusCode.INTERNAL, "no request message")
@@ -133,16 +164,21 @@ class ConsumerActivity:
             try:
                 self.check(ctx, request)
             except StatusError as err:  # answered before the activity runs: no delivery timestamp
-                await call.send(pb.ReceiveMessageResponse(status=status_of(err)).SerializeToString())
-                return
+                refusal = status_of(err)
+                await call.send(pb.ReceiveMessageResponse(status=refusal).SerializeToString())
+                return refusal, True
+        refused = False
         try:
             messages = await self._receive(ctx, request)
         except (StatusError, RocketMQError) as err:
-            await call.send(pb.ReceiveMessageResponse(status=status_of(err)).SerializeToString())
+            answer, refused = status_of(err), True
+            await call.send(pb.ReceiveMessageResponse(status=answer).SerializeToString())
         else:
             if isinstance(messages, pb.Status):
+                answer = messages
                 await call.send(pb.ReceiveMessageResponse(status=messages).SerializeToString())
             else:
+                answer = OK
                 await call.send(pb.ReceiveMessageResponse(status=OK).SerializeToString(), flush=False)
                 for message in messages:
                     await call.send(
@@ -151,6 +187,7 @@ class ConsumerActivity:
         stamp = pb.ReceiveMessageResponse()
         stamp.delivery_timestamp.FromMilliseconds(self.broker.now_ms())
         await call.send(stamp.SerializeToString())
+        return answer, refused
 
     async def _receive(
         self, ctx: ClientContext, request: pb.ReceiveMessageRequest

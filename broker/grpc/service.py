@@ -6,7 +6,7 @@ listed here are answered UNIMPLEMENTED by the transport; see docs/grpc.md for wh
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 
 from broker.auth.guard import AuthGuard
 from broker.controller import BrokerController
@@ -14,6 +14,7 @@ from broker.grpc.auth import grpc_auth
 from broker.grpc.client import ClientActivity
 from broker.grpc.common import ClientContext, Handler, Req, Resp, unary
 from broker.grpc.consumer import ConsumerActivity
+from broker.grpc.observe import CallRecorder
 from broker.grpc.request_checks import RequestChecks, chain
 from broker.grpc.route import RouteActivity
 from broker.grpc.send import SendActivity
@@ -41,25 +42,27 @@ class MessagingService:
         services: BrokerServices | None = None,
         auth: AuthGuard | None = None,
         config: GrpcServerConfig | None = None,
-        connection_ids: Iterator[int] | None = None,
         faults: FaultPoint | None = None,
+        recorder: CallRecorder | None = None,
     ) -> None:
         """``services``: the broker's typed operations, which the remoting processors share; without
         them the producing RPCs get services of their own and the consuming ones are answered
         UNIMPLEMENTED. ``auth``: the broker's authentication and authorization
         check, run on every request message as the Proxy's request pipeline (None: both off).
-        ``connection_ids``: the remoting servers' connection id sequence, which numbers the gRPC
-        clients in the ClientManager too. ``config``: the endpoint's settings (the renewal of
+        ``config``: the endpoint's settings (the renewal of
         receipt handles, the limits of the request checks, which run after authentication:
         :mod:`broker.grpc.request_checks`); the consumer's ``renewer.run`` must be started by whoever
         runs the service. ``faults``: the gRPC fault rules every unary call and every request
         message of a streaming one consults (:mod:`broker.grpc.faults`,
-        :mod:`broker.grpc.stream_faults`; None: none)."""
+        :mod:`broker.grpc.stream_faults`; None: none). ``recorder``: told of every request answered
+        and refused, the broker's metrics among its observers (:mod:`broker.grpc.observe`; default:
+        one without observers, which still logs the refusals)."""
         self.faults = faults
+        self.recorder = recorder if recorder is not None else CallRecorder()
         self.validation = RequestChecks(broker, config or GrpcServerConfig())
         self.check = chain(grpc_auth(auth), self.validation)
         self.route = RouteActivity(broker, grpc_port)
-        self.clients = ClientActivity(broker, check=self.check, ids=connection_ids)
+        self.clients = ClientActivity(broker, check=self.check, recorder=self.recorder)
         shared = services
         self.transactions = TransactionActivity(
             broker, self.clients.sessions, shared.end_transaction if shared else None
@@ -79,6 +82,7 @@ class MessagingService:
                 config,
                 self.clients.is_online,
                 send_back=shared.send_back,
+                recorder=self.recorder,
             )
 
     @property
@@ -155,4 +159,4 @@ class MessagingService:
         fn: Callable[[ClientContext, Req], Resp | Awaitable[Resp]],
     ) -> Handler:
         """``unary`` for ``method`` with the request pipeline's check and the fault rules."""
-        return unary(request_type, response_type, fn, self.check, self.faults, path(method))
+        return unary(request_type, response_type, fn, self.check, self.faults, path(method), self.recorder)

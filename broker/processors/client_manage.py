@@ -65,8 +65,8 @@ class ClientManageProcessor:
     ) -> RemotingCommand:
         clients = self.broker.clients
         if header.producer_group:
-            clients.unregister_producer(header.producer_group, ctx.connection.id)
-        if header.consumer_group and clients.unregister_consumer(header.consumer_group, ctx.connection.id):
+            clients.unregister_producer(header.producer_group, ctx.connection)
+        if header.consumer_group and clients.unregister_consumer(header.consumer_group, ctx.connection):
             logger.info("consumer %s left group %s", header.client_id, header.consumer_group)
             self.broker.notify_consumer_ids_changed(header.consumer_group)
         return request.make_response(ResponseCode.SUCCESS, header={})

@@ -48,7 +48,7 @@ class RemotingServer:
     ) -> None:
         """``listeners``: sockets already bound (a caller that must know its port before it builds
         the rest); by default :meth:`run` binds ``config.host``/``config.port``. ``ids``: the
-        connection ids, shared by servers whose connections one client table keys by id."""
+        connection ids, shared by the servers of one broker so that an id names one connection."""
         self.dispatcher = dispatcher
         self.config = config or ServerConfig()
         self.name = name

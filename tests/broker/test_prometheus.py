@@ -1,7 +1,7 @@
 """The exporter's names and labels (:mod:`broker.prometheus`): ``message_type`` as Java's
 ``BrokerMetricsManager.getMessageType``, retry topics left out of ``messages_in``, the
 ``protocol_type`` / ``is_system`` labels of the connection gauges, the unit in the names of the
-latency gauges, and the storage gauges."""
+latency gauges, the storage gauges, and gRPC requests timed in the remoting requests' histogram."""
 
 from __future__ import annotations
 
@@ -13,10 +13,15 @@ import pytest
 import trio
 
 from broker.prometheus import message_type
+from codec.bodies.register import TopicConfig
 from codec.codes import RequestCode
 from codec.properties import DELAY, TRAN_MSG
+from gateway.launcher import start_grpc
+from gateway.transport.grpc.config import GrpcServerConfig
+from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 from tests.broker.helpers import running_broker, send_request
 from tests.broker.test_admin_ops import consumer_heartbeat, request, sample
+from tests.broker.test_grpc_service import Client, in_thread, message
 
 DELIVERY_TIMEOUT_S = 20.0
 
@@ -106,3 +111,50 @@ async def test_sends_are_labelled_by_message_type_and_retry_topics_left_out(tmp_
     assert sample(text, "rocketmq_storage_flush_behind_bytes", **storage) >= 0
     assert sample(text, "rocketmq_storage_dispatch_behind_bytes", **storage) == 0
     assert sample(text, "rocketmq_storage_message_reserve_time_milliseconds", **storage) >= 0
+
+
+async def test_grpc_requests_are_timed_next_to_remoting_ones(tmp_path: Path) -> None:
+    async with (
+        running_broker(
+            tmp_path,
+            metrics_exporter_type="PROM",
+            metrics_prom_exporter_host="127.0.0.1",
+            metrics_prom_exporter_port=0,
+        ) as (app, conn),
+        trio.open_nursery() as nursery,
+    ):
+        exporter = app.broker.metrics
+        assert exporter is not None
+        server = await start_grpc(nursery, app, GrpcServerConfig(grpc_server_port=0))
+        app.controller.topics.update(TopicConfig("GrpcT", 1, 1, 6))
+        client = Client(server.port)
+
+        def send(topic: str, message_id: str) -> int:
+            request = pb.SendMessageRequest(messages=[message(topic, b"x", message_id)])
+            return client.call("SendMessage", request, pb.SendMessageResponse).status.code
+
+        codes = await in_thread(
+            lambda: [send("GrpcT", f"ID{i}") for i in range(3)] + [send("Missing", "ID9")]
+        )
+        assert (await conn.invoke(send_request("GrpcT", b"remoting"), 3)).code == 0
+
+        def scrape() -> str:
+            with urllib.request.urlopen(f"http://127.0.0.1:{exporter.port}/metrics", timeout=5) as r:
+                return str(r.read().decode())
+
+        text = await trio.to_thread.run_sync(scrape)
+        await server.shutdown()
+        nursery.cancel_scope.cancel()
+    assert codes == [pb.OK, pb.OK, pb.OK, pb.TOPIC_NOT_FOUND]
+    count = "rocketmq_rpc_latency_milliseconds_count"
+    grpc = {"protocol_type": "grpc", "request_code": "send_message", "is_long_polling": "false"}
+    assert sample(text, count, response_code="ok", result="success", **grpc) == 3
+    assert sample(text, count, response_code="topic_not_found", **grpc) == 1
+    assert (
+        sample(text, "rocketmq_rpc_latency_milliseconds_bucket", response_code="ok", le="+Inf", **grpc) == 3
+    )
+    remoting = {"protocol_type": "remoting", "request_code": "send_message_v2", "response_code": "success"}
+    assert sample(text, count, **remoting) == 1
+    # The messages are counted as received whichever door they came in by.
+    received = {"topic": "GrpcT", "message_type": "normal", "node_id": "broker-a"}
+    assert sample(text, "rocketmq_messages_in_total", **received) == 4

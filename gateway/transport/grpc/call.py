@@ -28,6 +28,7 @@ POST_QUEUE_SIZE = 1024  # messages posted to a call from outside its handler, no
 class CallConnection(Protocol):
     """What a call needs of its connection (gateway.transport.grpc.connection.Connection)."""
 
+    id: int
     peer: str
     config: GrpcServerConfig
     nursery: trio.Nursery
@@ -53,6 +54,8 @@ class ServerCall:
         #: Request headers but the pseudo-headers, lower-case names (x-mq-client-id, ...).
         self.metadata = metadata
         self.peer = conn.peer
+        #: The number of the connection the call came on (the server's connection ids).
+        self.connection_id = conn.id
         #: What has been sent and received; only its own methods change it.
         self.state = CallState(stream_id)
         self._inbound_send, self._inbound = trio.open_memory_channel[tuple[bytes, int] | None](math.inf)

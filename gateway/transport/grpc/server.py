@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import logging
 import ssl
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 import trio
@@ -42,11 +42,14 @@ class GrpcServer:
         ssl_context: ssl.SSLContext | LazyServerContext | None = None,
         listeners: list[trio.SocketListener] | None = None,
         tls_mode: TlsMode = TlsMode.PERMISSIVE,
+        ids: Iterator[int] | None = None,
     ) -> None:
         """``listeners``: sockets already bound (a caller that must know the port before it builds
         the methods); by default :meth:`run` binds ``config.host``/``config.grpc_server_port``.
         ``methods``: the table, or a function that builds it when the first connection arrives.
-        ``tls_mode``: ``tls.server.mode``, as the Proxy reads it from ``TlsSystemConfig``."""
+        ``tls_mode``: ``tls.server.mode``, as the Proxy reads it from ``TlsSystemConfig``.
+        ``ids``: the connection numbers, shared with the remoting servers of the same broker so
+        that a connection id names one connection whichever protocol it speaks."""
         self._methods = methods
         self._table: dict[str, Handler] | None = None
         self.config = config or GrpcServerConfig()
@@ -55,7 +58,7 @@ class GrpcServer:
         )
         self.listeners: list[trio.SocketListener] = listeners or []
         self.connections: dict[int, Any] = {}  # gateway.transport.grpc.connection.Connection
-        self._ids = itertools.count(1)
+        self._ids = ids if ids is not None else itertools.count(1)
         self._scope = trio.CancelScope()
         self._accepting = trio.CancelScope()
         self.acceptor = Acceptor("grpc", self.config.max_connections, logger)
