@@ -64,6 +64,7 @@ class _FaultedCall:
         self.call = call
         self.metadata = call.metadata
         self.peer = call.peer
+        self.connection_id = call.connection_id
         self.point = point
         self.method = method
         self._first = first
