@@ -25,6 +25,7 @@ _ACCEPTED_TYPES: dict[str, list[pb.MessageType]] = {
     "TRANSACTION": [pb.TRANSACTION],
     "DELAY": [pb.DELAY],
     "PRIORITY": [pb.PRIORITY],
+    "LITE": [pb.LITE],
     "MIXED": [pb.NORMAL, pb.FIFO, pb.DELAY, pb.TRANSACTION],
 }
 
