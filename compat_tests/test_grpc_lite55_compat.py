@@ -6,8 +6,8 @@ The Python gRPC client (rocketmq-python-client 5.1.2, unmodified): a LitePushCon
 subscribed to 2 of 4 lite topics gets exactly their messages, in send order within each lite
 topic, and nothing of a lite topic after ``unsubscribe_lite``, on both. Raw SendMessage calls get
 the same refusals from both. A LiteSimpleConsumer receives its lite topic on ours (as 5.5.1
-serves it); the 5.5.0 Proxy does not know that client type and the consumer gets nothing there
-(``docs/lite.md``).
+serves it); the 5.5.0 Proxy refuses that client type's settings, so there the client's own
+quota check (0 lite topics) refuses ``subscribe_lite`` (``docs/lite.md``).
 """
 
 from __future__ import annotations
@@ -187,5 +187,11 @@ def test_lite_simple_consumer(target: Endpoint, tmp_path: Path) -> None:
     if target.name == "ours":
         assert received == [("l0", f"l0-{i}") for i in range(ROUNDS)], "\n".join(lines)
     else:
-        # 5.5.0's Proxy: "Client type is not consumer" for LITE_SIMPLE_CONSUMER; nothing comes.
+        # 5.5.0's Proxy refuses the client type's settings ("Client type is not consumer"), so
+        # the client keeps its quota of 0 lite topics and refuses subscribe_lite itself.
         assert received == [], "\n".join(lines)
+        failed = [line for line in lines if line.startswith("FAILED")]
+        assert len(failed) == 1, "\n".join(lines)
+        assert failed[0].startswith(
+            "FAILED LiteSubscriptionQuotaExceededException 42902, Lite subscription exceed quota: 0"
+        ), "\n".join(lines)
