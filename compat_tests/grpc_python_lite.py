@@ -35,7 +35,7 @@ from rocketmq import (
     Producer,
 )
 
-DEADLINE_S = 90.0
+DEADLINE_S = 90.0  # past the client's first full subscription sync (30 s)
 POLL_S = 0.2
 LITE_TOPICS = ("l0", "l1", "l2", "l3")
 

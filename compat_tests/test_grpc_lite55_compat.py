@@ -4,7 +4,9 @@ jars), one start of each for the module.
 
 The Python gRPC client (rocketmq-python-client 5.1.2, unmodified): a LitePushConsumer
 subscribed to 2 of 4 lite topics gets exactly their messages, in send order within each lite
-topic, and nothing of a lite topic after ``unsubscribe_lite``, on both. Raw SendMessage calls get
+topic, and nothing of a lite topic after ``unsubscribe_lite``, on both. (The client 5.1.2's
+``subscribe_lite`` sends the characters of the name rather than the name; the subscription is
+right from the client's periodic full sync on, within 30 s, on both.) Raw SendMessage calls get
 the same refusals from both. A LiteSimpleConsumer receives its lite topic on ours (as 5.5.1
 serves it); the 5.5.0 Proxy refuses that client type's settings, so there the client's own
 quota check (0 lite topics) refuses ``subscribe_lite`` (``docs/lite.md``).
@@ -100,9 +102,11 @@ def create_resources(endpoint: Endpoint, home: Path) -> None:
         queues = ("-r", "4", "-w", "4")
         mqadmin(endpoint, home, "updateTopic", "-c", "DefaultCluster", "-t", topic, *queues, *attributes)
         wait_route(endpoint.namesrv_addr, topic)
-    for group, parent in ((PUSH_GROUP, PARENT), (SIMPLE_GROUP, SIMPLE_PARENT)):
+    # The push group is orderly: its settings say fifo, so the client consumes a batch in order
+    # (else its thread pool may print two messages of one lite topic's batch swapped).
+    for group, parent, orderly in ((PUSH_GROUP, PARENT, "true"), (SIMPLE_GROUP, SIMPLE_PARENT, "false")):
         mqadmin(
-            endpoint, home, "updateSubGroup", "-c", "DefaultCluster", "-g", group,
+            endpoint, home, "updateSubGroup", "-c", "DefaultCluster", "-g", group, "-o", orderly,
             "--attributes", f"+lite.bind.topic={parent}",
         )  # fmt: skip
 

@@ -97,6 +97,8 @@ class LiteActivity:
                 raise StatusError(pb.LITE_SUBSCRIPTION_QUOTA_EXCEEDED, problem)
         client_id = ctx.client_id
         registry = self.registry
+        if not client_id:  # LiteSubscriptionCtlProcessor skips an entry without a client id
+            return pb.SyncLiteSubscriptionResponse(status=OK)
         if action == pb.PARTIAL_ADD:
             registry.add_partial(client_id, group, topic, lite_topics)
         elif action == pb.PARTIAL_REMOVE:
