@@ -127,7 +127,8 @@ class ClientActivity:
         #: Open Telemetry streams by client id (server-to-client commands go there).
         self.sessions: dict[str, Call] = {}
         self._ids = ids if ids is not None else itertools.count(GRPC_CONNECTION_IDS)
-        #: Told the id of each client that terminates (its lite subscriptions go).
+        #: Told the id of each client that terminates or whose Telemetry stream is cancelled
+        #: (its lite subscriptions go).
         self.on_termination: Callable[[str], None] | None = None
 
     # -- settings --------------------------------------------------------------------------------
@@ -278,3 +279,7 @@ class ClientActivity:
         finally:
             if self.sessions.get(ctx.client_id) is call:
                 del self.sessions[ctx.client_id]
+                # handleGrpcCancel: a client whose stream was cancelled is gone (its lite
+                # subscriptions go); a half-close is not that.
+                if call.cancelled and self.on_termination is not None:
+                    self.on_termination(ctx.client_id)

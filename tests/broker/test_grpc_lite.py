@@ -12,12 +12,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from broker.grpc.client import ClientActivity
+from broker.grpc.common import ClientContext
+from broker.grpc.lite import LiteActivity
 from broker.lite import to_lmq_name
+from broker.pop.records import PopConfig
+from broker.service.consume import ConsumeService
 from broker.subscription_group_manager import SubscriptionGroupConfig
 from codec.bodies.register import TopicConfig
 from codec.properties import decode_properties
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
-from tests.broker.helpers import pulled
+from tests.broker.helpers import pulled, running
 from tests.broker.test_grpc_consume import receive, received
 from tests.broker.test_grpc_service import Client, endpoint, in_thread, message
 
@@ -179,3 +184,55 @@ async def test_a_lite_consumer_gets_its_lite_topics_in_order_and_none_after_leav
     assert [body for lite, body in first if lite == "a"] == [b"a0", b"a3"]
     assert blocked == []
     assert after == [("a", b"a5")]
+
+
+class StreamCall:
+    """A Telemetry stream that carries one settings command, then ends half-closed or reset."""
+
+    def __init__(self, client_id: str, settings: pb.Settings, reset: bool) -> None:
+        self.metadata = {"x-mq-client-id": client_id}
+        self.peer = "127.0.0.1:1"
+        self.inbound = [pb.TelemetryCommand(settings=settings).SerializeToString()]
+        self.sent: list[bytes] = []
+        self.reset = reset
+
+    async def receive(self) -> bytes | None:
+        return self.inbound.pop(0) if self.inbound else None
+
+    async def send(self, payload: bytes, *, flush: bool = True) -> None:
+        self.sent.append(payload)
+
+    def post(self, payload: bytes) -> bool:
+        return False
+
+    @property
+    def cancelled(self) -> bool:
+        return self.reset
+
+
+async def test_a_cancelled_telemetry_stream_drops_the_clients_lite_subscriptions(tmp_path: Path) -> None:
+    settings = pb.Settings(
+        client_type=pb.LITE_PUSH_CONSUMER,
+        subscription=pb.Subscription(
+            group=pb.Resource(name=GROUP),
+            subscriptions=[pb.SubscriptionEntry(topic=pb.Resource(name=PARENT))],
+        ),
+    )
+    async with running(tmp_path) as (app, _conn):
+        add_resources(app)
+        broker = app.controller
+        clients = ClientActivity(broker)
+        lite = LiteActivity(broker, ConsumeService(broker, PopConfig()))
+        clients.on_termination = lite.forget
+        for client_id in ("half-closed", "cancelled"):
+            ctx = ClientContext(client_id, "127.0.0.1:1", "PYTHON", "5.1.2", {})
+            request = pb.SyncLiteSubscriptionRequest(
+                action=pb.PARTIAL_ADD,
+                topic=pb.Resource(name=PARENT),
+                group=pb.Resource(name=GROUP),
+                lite_topic_set=["a"],
+            )
+            assert lite.sync_lite_subscription(ctx, request).status.code == pb.OK
+            await clients.telemetry(StreamCall(client_id, settings, reset=client_id == "cancelled"))
+        assert lite.registry.lmq_names_of("half-closed") == [to_lmq_name(PARENT, "a")]
+        assert lite.registry.lmq_names_of("cancelled") == []

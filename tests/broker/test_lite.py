@@ -15,7 +15,7 @@ from broker.lite import (
 )
 from broker.topic_config_manager import TopicConfigManager
 from codec.bodies.register import TopicConfig
-from tests.broker.helpers import broker_config
+from tests.helpers import broker_config
 
 
 def test_lmq_names_round_trip_and_reject_other_names() -> None:
