@@ -19,12 +19,12 @@ rotating start so that one busy lite topic does not starve the others.
 from __future__ import annotations
 
 import itertools
+import logging
 
 from broker.controller import BrokerController
 from broker.grpc.common import OK, ClientContext, StatusError
 from broker.grpc.validation import validate_topic_and_group
 from broker.lite import (
-    MAX_LITE_TOPIC_SIZE,
     LiteSubscriptionRegistry,
     lite_bind_topic,
     lite_sub_client_quota,
@@ -35,17 +35,13 @@ from broker.pop.pop_message import PopBatch, PopRequest
 from broker.service.consume import ConsumeService
 from codec.bodies.heartbeat import EXPRESSION_TAG
 from codec.codes import ResponseCode
+from codec.errors import RocketMQError
 from codec.headers.pop import CONSUME_INIT_MODE_MAX
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
+logger = logging.getLogger(__name__)
+
 LITE_CLIENT_TYPES = (pb.LITE_PUSH_CONSUMER, pb.LITE_SIMPLE_CONSUMER)
-
-
-def merge_lite_settings(settings: pb.Settings, group_attributes: dict[str, str]) -> None:
-    """``GrpcClientSettingsManager.mergeSubscriptionData``'s lite part: the client's quota of
-    lite topics and the longest lite topic name."""
-    settings.subscription.lite_subscription_quota = lite_sub_client_quota(group_attributes)
-    settings.subscription.max_lite_topic_size = MAX_LITE_TOPIC_SIZE
 
 
 class LiteActivity:
@@ -148,7 +144,11 @@ class LiteActivity:
                 order=True,
                 attempt_id=attempt_id,
             )
-            outcome = await self.pop.pop_message(request)
+            try:
+                outcome = await self.pop.pop_message(request)
+            except RocketMQError as err:  # this queue only (a name no queue can have, a group gone)
+                logger.debug("lite pop of %s for %s refused: %s", lmq_name, group, err)
+                continue
             if outcome.code == ResponseCode.SUCCESS and outcome.batch.buffers:
                 found.append((request, outcome.batch))
                 wanted -= len(outcome.batch.buffers)

@@ -236,3 +236,19 @@ async def test_a_cancelled_telemetry_stream_drops_the_clients_lite_subscriptions
             await clients.telemetry(StreamCall(client_id, settings, reset=client_id == "cancelled"))
         assert lite.registry.lmq_names_of("half-closed") == [to_lmq_name(PARENT, "a")]
         assert lite.registry.lmq_names_of("cancelled") == []
+
+
+async def test_a_lite_topic_no_queue_can_have_does_not_stop_the_others(tmp_path: Path) -> None:
+    """COMPLETE_ADD does not check names (5.5.0 neither); a receive skips the one that fails."""
+    async with endpoint(tmp_path) as (app, _conn, port):
+        add_resources(app)
+        client = Client(port)
+
+        def scenario() -> list[pb.Message]:
+            lite_consumer(client, pb.LITE_SIMPLE_CONSUMER)
+            assert sync(client, pb.COMPLETE_ADD, "x$y", "a") == (pb.OK, "OK")
+            assert send(client, lite_message(PARENT, b"a0", 0, "a")) == (pb.OK, "OK")
+            return received(receive(client, PARENT, group=GROUP))
+
+        got = await in_thread(scenario)
+    assert [(m.system_properties.lite_topic, m.body) for m in got] == [("a", b"a0")]
