@@ -8,8 +8,9 @@ LITE_PUSH_CONSUMER or LITE_SIMPLE_CONSUMER, ``PopLiteMessageProcessor``: a recei
 queues of the client's lite topics one after the other, each orderly (a queue's next message
 waits until the one handed out is acknowledged or invisible no more: FIFO per lite topic, as
 the broker's ``consumerOrderInfoManager`` keeps it), until the batch is full. Nothing found: it
-waits for an arrival on any of those queues (or a change of the client's subscription) up to the
-long-polling time, then pops once more. A lite topic unsubscribed is never popped again.
+waits for an arrival on any of those queues (or a change of the client's subscription, or one of
+them ceasing to be blocked) up to the long-polling time, then pops once more. A lite topic
+unsubscribed is never popped again.
 
 Java's broker learns which lite topics have new messages from its dispatch events
 (``LiteEventDispatcher``); here a receive simply walks the client's subscribed queues, from a
@@ -169,5 +170,11 @@ class LiteActivity:
         if found or poll_ms <= 0 or self.broker.stopping:
             return found
         queues = [(name, 0) for name in self.registry.lmq_names_of(ctx.client_id)]
-        await self.pop.polling.wait(topic, group, -1, queues, None, self.broker.now_ms() + poll_ms)
+        now = self.broker.now_ms()
+        deadline = now + poll_ms
+        for name, _ in queues:  # a blocked lite topic freeing up ends the wait too
+            free_at = self.pop.orders.unblock_time(name, group, 0)
+            if free_at > now:
+                deadline = min(deadline, free_at + 1)
+        await self.pop.polling.wait(topic, group, -1, queues, None, deadline)
         return await self._pop_once(ctx.client_id, group, batch_size, invisible_ms, attempt_id)

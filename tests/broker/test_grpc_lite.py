@@ -9,6 +9,7 @@ compat_tests/test_grpc_lite55_compat.py.)
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -252,3 +253,34 @@ async def test_a_lite_topic_no_queue_can_have_does_not_stop_the_others(tmp_path:
 
         got = await in_thread(scenario)
     assert [(m.system_properties.lite_topic, m.body) for m in got] == [("a", b"a0")]
+
+
+async def test_change_invisible_duration_of_a_lite_message_brings_it_back(tmp_path: Path) -> None:
+    async with endpoint(tmp_path) as (app, _conn, port):
+        add_resources(app)
+        client = Client(port)
+
+        def scenario() -> tuple[int, list[tuple[bytes, int]], float]:
+            lite_consumer(client, pb.LITE_SIMPLE_CONSUMER)
+            assert sync(client, pb.PARTIAL_ADD, "a") == (pb.OK, "OK")
+            assert send(client, lite_message(PARENT, b"a0", 0, "a")) == (pb.OK, "OK")
+            (first,) = received(receive(client, PARENT, group=GROUP))
+            request = pb.ChangeInvisibleDurationRequest(
+                group=pb.Resource(name=GROUP),
+                topic=pb.Resource(name=PARENT),
+                receipt_handle=first.system_properties.receipt_handle,
+                message_id=first.system_properties.message_id,
+                lite_topic="a",
+            )
+            request.invisible_duration.FromSeconds(1)
+            changed = client.call("ChangeInvisibleDuration", request, pb.ChangeInvisibleDurationResponse)
+            start = time.monotonic()
+            again = received(receive(client, PARENT, group=GROUP))  # waits for the second to pass
+            waited = time.monotonic() - start
+            bodies = [(m.body, m.system_properties.delivery_attempt) for m in again]
+            return changed.status.code, bodies, waited
+
+        code, again, waited = await in_thread(scenario)
+    assert code == pb.OK
+    assert again == [(b"a0", 2)]
+    assert waited < 4.5  # woken when the lite topic is free again, not at the 5 s long-polling end
