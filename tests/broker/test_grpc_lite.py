@@ -25,7 +25,7 @@ from codec.properties import decode_properties
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 from tests.broker.helpers import pulled, running
 from tests.broker.test_grpc_consume import receive, received
-from tests.broker.test_grpc_service import Client, endpoint, in_thread, message
+from tests.broker.test_grpc_service import Client, endpoint, in_thread, message, route_request
 
 PARENT = "Chats"
 GROUP = "ChatReaders"
@@ -284,3 +284,28 @@ async def test_change_invisible_duration_of_a_lite_message_brings_it_back(tmp_pa
     assert code == pb.OK
     assert again == [(b"a0", 2)]
     assert waited < 4.5  # woken when the lite topic is free again, not at the 5 s long-polling end
+
+
+async def test_an_orderly_lite_group_is_assigned_one_pop_queue(tmp_path: Path) -> None:
+    """``RouteActivity.queryAssignment``: every queue for an orderly group, but not a lite one."""
+    async with endpoint(tmp_path) as (app, _conn, port):
+        add_resources(app)
+        attributes = {"+lite.bind.topic": PARENT}
+        app.controller.groups.update(
+            SubscriptionGroupConfig(GROUP, consume_message_orderly=True, attributes=attributes)
+        )
+        app.controller.groups.update(SubscriptionGroupConfig("Orderly", consume_message_orderly=True))
+        client = Client(port)
+
+        def assigned(group: str) -> list[int]:
+            request = pb.QueryAssignmentRequest(
+                topic=pb.Resource(name=PARENT),
+                group=pb.Resource(name=group),
+                endpoints=route_request(PARENT, port).endpoints,
+            )
+            answer = client.call("QueryAssignment", request, pb.QueryAssignmentResponse)
+            return [a.message_queue.id for a in answer.assignments]
+
+        lite_ids, orderly_ids = await in_thread(lambda: (assigned(GROUP), assigned("Orderly")))
+    assert lite_ids == [-1]
+    assert orderly_ids == [0, 1, 2, 3]
