@@ -70,7 +70,7 @@ class LiteActivity:
         if expected != topic:
             raise StatusError(
                 pb.ILLEGAL_TOPIC,
-                f"lite group {group} is expected to bind topic {expected}, but actual is {topic}",
+                f"lite group {group} is expected to bind topic {expected or 'null'}, but actual is {topic}",
             )
         return config.attributes
 

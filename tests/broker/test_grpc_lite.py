@@ -39,6 +39,7 @@ def add_resources(app: Any, quota: int | None = None) -> None:
     if quota is not None:
         attributes["+lite.sub.client.quota"] = str(quota)
     controller.groups.update(SubscriptionGroupConfig(GROUP, attributes=attributes))
+    controller.groups.update(SubscriptionGroupConfig("Unbound"))
 
 
 def lite_message(topic: str, body: bytes, index: int, lite: str) -> pb.Message:
@@ -52,11 +53,13 @@ def send(client: Client, sent: pb.Message) -> tuple[int, str]:
     return answer.status.code, answer.status.message
 
 
-def sync(client: Client, action: int, *lite_topics: str, topic: str = PARENT) -> tuple[int, str]:
+def sync(
+    client: Client, action: int, *lite_topics: str, topic: str = PARENT, group: str = GROUP
+) -> tuple[int, str]:
     request = pb.SyncLiteSubscriptionRequest(
         action=action,  # type: ignore[arg-type]
         topic=pb.Resource(name=topic),
-        group=pb.Resource(name=GROUP),
+        group=pb.Resource(name=group),
         lite_topic_set=lite_topics,
     )
     answer = client.call("SyncLiteSubscription", request, pb.SyncLiteSubscriptionResponse)
@@ -129,6 +132,7 @@ async def test_sync_lite_subscription_checks_bind_topic_quota_and_names(tmp_path
             lambda: [
                 sync(client, pb.PARTIAL_ADD, "a"),
                 sync(client, pb.PARTIAL_ADD, "a", topic="Plain"),
+                sync(client, pb.PARTIAL_ADD, "a", group="Unbound"),
                 sync(client, pb.PARTIAL_ADD, "bad name"),
                 sync(client, pb.COMPLETE_ADD, *(f"t{i}" for i in range(302))),
             ]
@@ -138,6 +142,7 @@ async def test_sync_lite_subscription_checks_bind_topic_quota_and_names(tmp_path
     assert answers == [
         (pb.OK, "OK"),
         (pb.ILLEGAL_TOPIC, f"lite group {GROUP} is expected to bind topic {PARENT}, but actual is Plain"),
+        (pb.ILLEGAL_TOPIC, f"lite group Unbound is expected to bind topic null, but actual is {PARENT}"),
         (
             pb.ILLEGAL_LITE_TOPIC,
             "lite topic can only contain alphanumeric characters, hyphens(-), and underscores(_)",
