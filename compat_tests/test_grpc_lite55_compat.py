@@ -4,7 +4,8 @@ jars), one start of each for the module.
 
 The Python gRPC client (rocketmq-python-client 5.1.2, unmodified): a LitePushConsumer
 subscribed to 2 of 4 lite topics gets exactly their messages, in send order within each lite
-topic, and nothing of a lite topic after ``unsubscribe_lite``, on both. (The client 5.1.2's
+topic, and nothing of a lite topic after ``unsubscribe_lite``, on both. Raw SyncLiteSubscription
+calls get the same refusals from both too. (The client 5.1.2's
 ``subscribe_lite`` sends the characters of the name rather than the name; the subscription is
 right from the client's periodic full sync on, within 30 s, on both.) Raw SendMessage calls get
 the same refusals from both. A LiteSimpleConsumer receives its lite topic on ours (as 5.5.1
@@ -129,6 +130,24 @@ def send(endpoint: Endpoint, topic: str, message_id: str, lite_topic: str | None
     return answer.status.code, answer.status.message
 
 
+def sync(endpoint: Endpoint, topic: str, group: str, *lite_topics: str) -> tuple[int, str]:
+    """One raw SyncLiteSubscription (PARTIAL_ADD); its (code, message)."""
+    request = pb.SyncLiteSubscriptionRequest(
+        action=pb.PARTIAL_ADD,
+        topic=pb.Resource(name=topic),
+        group=pb.Resource(name=group),
+        lite_topic_set=lite_topics,
+    )
+    with grpc.insecure_channel(endpoint.grpc_addr) as channel:
+        rpc = channel.unary_unary(
+            SERVICE + "SyncLiteSubscription",
+            request_serializer=lambda m: m.SerializeToString(),
+            response_deserializer=pb.SyncLiteSubscriptionResponse.FromString,
+        )
+        answer = rpc(request, metadata=METADATA, timeout=30)
+    return answer.status.code, answer.status.message
+
+
 def run_scenario(target: Endpoint, tmp_path: Path, mode: str, topic: str, group: str) -> list[str]:
     result = subprocess.run(
         [
@@ -167,6 +186,26 @@ def test_refusals_of_lite_sends(target: Endpoint) -> None:
             "lite topic can only contain alphanumeric characters, hyphens(-), and underscores(_)",
         ),
         "long lite topic": (pb.ILLEGAL_LITE_TOPIC, "lite topic exceed the max size 64"),
+    }
+
+
+def test_refusals_of_lite_subscriptions(target: Endpoint) -> None:
+    too_many = [f"t{i}" for i in range(2000 + 300 + 1)]  # the default quota and the Proxy's buffer
+    answers = {
+        "another topic": sync(target, NORMAL_TOPIC, PUSH_GROUP, "l9"),
+        "illegal lite topic": sync(target, PARENT, PUSH_GROUP, "l9.x"),
+        "too many": sync(target, PARENT, PUSH_GROUP, *too_many),
+    }
+    assert answers == {
+        "another topic": (
+            pb.ILLEGAL_TOPIC,
+            f"lite group {PUSH_GROUP} is expected to bind topic {PARENT}, but actual is {NORMAL_TOPIC}",
+        ),
+        "illegal lite topic": (
+            pb.ILLEGAL_LITE_TOPIC,
+            "lite topic can only contain alphanumeric characters, hyphens(-), and underscores(_)",
+        ),
+        "too many": (pb.LITE_SUBSCRIPTION_QUOTA_EXCEEDED, "lite subscription quota exceeded: 2000"),
     }
 
 
