@@ -8,7 +8,8 @@ Floors, from the bottom (``tests/test_layers.py`` holds them; no import runs up)
   one owner of the persisted ``config/`` tables ``config_tables``), the put side of the store
   (``message_service``), and the subsystems with state of their own:
   :mod:`broker.pop` (POP reader, checkpoints, revive), :mod:`broker.transaction`,
-  :mod:`broker.timer`, ``schedule`` (delay levels), ``priority``, :mod:`broker.filter` (SQL92),
+  :mod:`broker.timer`, ``schedule`` (delay levels), ``priority``, ``lite`` (5.5 lite topics and
+  their subscriptions), :mod:`broker.filter` (SQL92),
   :mod:`broker.auth` (ACL 2.0), :mod:`broker.ha` (master/slave replication), statistics and
   Prometheus metrics.
 * **service**: :mod:`broker.service`, the typed operations both protocols share (send, recall,

@@ -16,8 +16,8 @@ written back unchanged), with one ERROR line, so a file of the Java broker keeps
 
 ``message.type`` is kept and answered as Java does; the broker itself checks it only for MIXED
 (Java's Proxy is the component that compares a message with its topic's type). It also takes
-``PRIORITY`` (RocketMQ 5.4+, :mod:`broker.priority`), while a refusal still lists 5.3.3's set,
-the reference's text (5.5.0 lists ``PRIORITY`` and ``LITE`` too).
+``PRIORITY`` (RocketMQ 5.4+, :mod:`broker.priority`) and ``LITE`` (5.5, :mod:`broker.lite`), while
+a refusal still lists 5.3.3's set, the reference's text (5.5.0 lists ``PRIORITY`` and ``LITE`` too).
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ TOPIC_ATTRIBUTES: dict[str, Attribute] = {
         MESSAGE_TYPE,
         True,
         ("UNSPECIFIED", "NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"),
-        newer=("PRIORITY",),
+        newer=("PRIORITY", "LITE"),
     ),
     RESERVE_TIME: Attribute(RESERVE_TIME, True, minimum=-1, maximum=JAVA_LONG_MAX),
 }

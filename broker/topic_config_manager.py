@@ -22,12 +22,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from broker.config import BrokerConfig
+from broker.lite import LITE_TOPIC_PREFIX, is_lite_topic, split_lmq_name
 from broker.topic_attributes import unsupported_attributes
 from codec.bodies.register import PERM_INHERIT, PERM_READ, PERM_WRITE, DataVersion, TopicConfig
 from codec.errors import BodyError, RocketMQError
 
 logger = logging.getLogger(__name__)
 
+_LITE_QUEUE_CACHE = 65536  # LMQ configs kept at most; a full cache starts again
 DEFAULT_TOPIC = "TBW102"  # TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
@@ -147,6 +149,7 @@ class TopicConfigManager:
         self.data_version = DataVersion(timestamp=_now_ms())
         self.on_change = on_change
         self.system_topics: set[str] = set(STATIC_SYSTEM_TOPICS)
+        self._lite_queues: dict[str, TopicConfig] = {}
         self._init_system_topics()
 
     def _init_system_topics(self) -> None:
@@ -223,7 +226,25 @@ class TopicConfigManager:
     # -- queries ---------------------------------------------------------------------------------
 
     def select(self, topic: str) -> TopicConfig | None:
-        return self.table.get(topic)
+        """The topic's config; for the LMQ queue of a lite topic (:mod:`broker.lite`) under a
+        LITE parent topic, a one-queue read-write config of its own, never in the table (so never
+        registered with a NameServer), as the 5.5.0 broker keeps LMQ queues out of its table."""
+        found = self.table.get(topic)
+        if found is None and topic.startswith(LITE_TOPIC_PREFIX):
+            return self._lite_queue(topic)
+        return found
+
+    def _lite_queue(self, lmq_name: str) -> TopicConfig | None:
+        names = split_lmq_name(lmq_name)
+        parent = self.table.get(names[0]) if names is not None else None
+        if parent is None or not is_lite_topic(parent.attributes):
+            return None
+        config = self._lite_queues.get(lmq_name)
+        if config is None:
+            if len(self._lite_queues) >= _LITE_QUEUE_CACHE:
+                self._lite_queues.clear()
+            config = self._lite_queues[lmq_name] = TopicConfig(lmq_name, 1, 1, PERM_READ | PERM_WRITE)
+        return config
 
     def is_order_topic(self, topic: str) -> bool:
         config = self.table.get(topic)

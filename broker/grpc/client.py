@@ -39,6 +39,7 @@ from broker.grpc.common import (
 )
 from broker.grpc.observe import CallRecorder
 from broker.grpc.renewal import CUSTOMIZED_RETRY_MS
+from broker.lite import MAX_LITE_TOPIC_SIZE, lite_sub_client_quota
 from broker.subscription_group_manager import SubscriptionGroupConfig
 from codec.bodies.heartbeat import CONSUME_ACTIVELY, CONSUME_PASSIVELY, ConsumerData, SubscriptionData
 from codec.codes import LanguageCode
@@ -120,6 +121,13 @@ def merge_subscription(settings: pb.Settings, group: SubscriptionGroupConfig) ->
         )
 
 
+def merge_lite(settings: pb.Settings, group: SubscriptionGroupConfig) -> None:
+    """``mergeSubscriptionData``'s lite part (5.5): the client's quota of lite topics and the
+    longest lite topic name. Given to lite consumers only: the 5.3.3 settings have neither."""
+    settings.subscription.lite_subscription_quota = lite_sub_client_quota(group.attributes)
+    settings.subscription.max_lite_topic_size = MAX_LITE_TOPIC_SIZE
+
+
 class ClientActivity:
     """The clients' settings (by client id) and their registrations; see the module docstring."""
 
@@ -143,6 +151,9 @@ class ClientActivity:
         #: Open Telemetry streams by client id (server-to-client commands go there).
         self.sessions: dict[str, Call] = {}
         self.recorder = recorder if recorder is not None else CallRecorder()
+        #: Told the id of each client that terminates or whose Telemetry stream is cancelled
+        #: (its lite subscriptions go).
+        self.on_termination: Callable[[str], None] | None = None
 
     # -- settings --------------------------------------------------------------------------------
 
@@ -174,6 +185,8 @@ class ClientActivity:
             group = self.broker.groups.find(settings.subscription.group.name, create=False)
             if group is not None:
                 merge_subscription(settings, group)
+                if settings.client_type in (pb.LITE_PUSH_CONSUMER, pb.LITE_SIMPLE_CONSUMER):
+                    merge_lite(settings, group)
         settings.metric.CopyFrom(pb.Metric(on=False))
         return settings
 
@@ -250,6 +263,8 @@ class ClientActivity:
         settings = self.raw_settings.pop(client_id, None)
         if settings is not None:
             self._unregister(ctx, settings)
+        if self.on_termination is not None:
+            self.on_termination(client_id)
         return pb.NotifyClientTerminationResponse(status=OK)
 
     def on_settings(self, ctx: ClientContext, settings: pb.Settings) -> pb.TelemetryCommand:
@@ -300,3 +315,7 @@ class ClientActivity:
         finally:
             if self.sessions.get(ctx.client_id) is call:
                 del self.sessions[ctx.client_id]
+                # handleGrpcCancel: a client whose stream was cancelled is gone (its lite
+                # subscriptions go); a half-close is not that.
+                if call.cancelled and self.on_termination is not None:
+                    self.on_termination(ctx.client_id)

@@ -54,6 +54,10 @@ class Call(Protocol):
     def post(self, payload: bytes) -> bool:
         """Queue a response message from outside the handler; False if it cannot be queued."""
 
+    @property
+    def cancelled(self) -> bool:
+        """The stream was reset (by the client, or its connection ended) before the call ended."""
+
 
 Handler = Callable[[Call], Awaitable[None]]
 #: The request pipeline's check of one request message (broker.grpc.auth.GrpcAuth); raises

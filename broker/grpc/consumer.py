@@ -9,6 +9,10 @@ call the typed services those processors adapt onto (:mod:`broker.service.consum
 :mod:`broker.service.send_back`), so a gRPC consumer and a remoting POP consumer of one group share
 every offset, checkpoint and orderly lock.
 
+A lite consumer (LITE_PUSH_CONSUMER, LITE_SIMPLE_CONSUMER) receives from the queues of its lite
+topics (:mod:`broker.grpc.lite`), and names a message's lite topic when it acknowledges it, changes
+its invisible time or forwards it, so that those reach the lite topic's queue.
+
 A receipt handle is the POP ``extraInfo`` of the message with its commit-log offset appended
 (``ReceiptHandle.encode``). A receive with ``auto_renew`` (push consumers) gets the Proxy's default
 invisible time and its handles are renewed here while the client processes the messages
@@ -19,7 +23,7 @@ queue of such a message uses the newest handle, whichever one the client names.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from google.protobuf.message import DecodeError
 
@@ -35,11 +39,13 @@ from broker.grpc.common import (
     status_of,
 )
 from broker.grpc.convert import to_message
+from broker.grpc.lite import LITE_CLIENT_TYPES, LiteActivity
 from broker.grpc.observe import CallRecorder
 from broker.grpc.renewal import HandleTable, ReceiptHandle, TrackedHandle
 from broker.grpc.renewer import Renewer
 from broker.grpc.route import check_topic
 from broker.grpc.validation import validate_receive
+from broker.lite import to_lmq_name
 from broker.pop.pop_filter import pop_message_filter
 from broker.pop.pop_message import PopBatch, PopRequest
 from broker.service.consume import AckRequest, ConsumeService
@@ -69,6 +75,12 @@ RECEIVE_MESSAGE = "ReceiveMessage"
 DEFAULT_MAX_ATTEMPTS = 17  # a consumer without settings: the default group's 16 retries + 1
 
 
+def lite_queue(topic: str, lite_topic: str) -> str:
+    """The topic of the queue a message named by ``topic`` and ``lite_topic`` came from: the lite
+    topic's LMQ queue (``AckMessageRequestHeader.liteTopic``), else the topic itself."""
+    return to_lmq_name(topic, lite_topic) if lite_topic else topic
+
+
 class ConsumerActivity:
     """The consuming RPCs over the broker's consume service; see the module docstring."""
 
@@ -96,6 +108,8 @@ class ConsumerActivity:
         self.settings_of = settings_of
         self.config = config or GrpcServerConfig()
         self.handles = HandleTable()
+        #: The lite consumers' receive (set by the wiring; None: lite topics not served).
+        self.lite: LiteActivity | None = None
         self.renewer = Renewer(
             self.handles,
             self.config,
@@ -192,11 +206,14 @@ class ConsumerActivity:
     async def _receive(
         self, ctx: ClientContext, request: pb.ReceiveMessageRequest
     ) -> list[pb.Message] | pb.Status:
+        settings = self._settings(ctx)
         poll, invisible = validate_receive(
-            request, self.broker.topics.is_system, self.config, ctx.metadata, self._settings(ctx), ctx.version
+            request, self.broker.topics.is_system, self.config, ctx.metadata, settings, ctx.version
         )
         topic, group = request.message_queue.topic.name, request.group.name
         auto_renew = request.auto_renew and self.config.enable_proxy_auto_renew
+        if self.lite is not None and settings is not None and settings.client_type in LITE_CLIENT_TYPES:
+            return await self._receive_lite(ctx, request, poll, invisible, auto_renew)
         expression = request.filter_expression
         exp_type = EXPRESSION_SQL92 if expression.type == pb.SQL else EXPRESSION_TAG
         exp = expression.expression or "*"
@@ -223,10 +240,50 @@ class ConsumerActivity:
             return status(pb.TOO_MANY_REQUESTS, "polling full")
         if popped.code != ResponseCode.SUCCESS:
             return status(pb.MESSAGE_NOT_FOUND, "no new message")
-        found = self._with_handles(pop, popped.batch)
+        found = [(record, props, topic) for record, props in self._with_handles(pop, popped.batch)]
+        return await self._messages(ctx, group, found, auto_renew)
+
+    async def _receive_lite(
+        self,
+        ctx: ClientContext,
+        request: pb.ReceiveMessageRequest,
+        poll: int,
+        invisible: int,
+        auto_renew: bool,
+    ) -> list[pb.Message] | pb.Status:
+        """A lite consumer's receive (:mod:`broker.grpc.lite`): its lite topics' queues."""
+        assert self.lite is not None
+        topic, group = request.message_queue.topic.name, request.group.name
+        pops = await self.lite.receive(
+            ctx,
+            group,
+            topic,
+            min(request.batch_size, MAX_MSG_NUMS_FOR_POP),
+            invisible,
+            poll,
+            request.attempt_id if request.HasField("attempt_id") else None,
+        )
+        if not pops:
+            return status(pb.MESSAGE_NOT_FOUND, "no new message")
+        found = []
+        for pop, batch in pops:
+            for record, props in self._with_handles(pop, batch):
+                record.topic = topic  # the message's topic is the parent; its queue the lite one
+                found.append((record, props, pop.topic))
+        return await self._messages(ctx, group, found, auto_renew)
+
+    async def _messages(
+        self,
+        ctx: ClientContext,
+        group: str,
+        found: Sequence[tuple[MessageRecord, dict[str, str], str]],
+        auto_renew: bool,
+    ) -> list[pb.Message] | pb.Status:
+        """The popped records, each with the topic its queue is of (a lite message's: its lite
+        queue), as messages; those delivered too often are forwarded to the DLQ instead."""
         max_attempts = self._max_attempts(ctx)
         messages = []
-        for record, props in found:
+        for record, props, topic in found:
             if record.reconsume_times >= max_attempts:
                 # PopMessageResultFilterImpl: TO_DLQ, forwarded and not handed out.
                 await self._forward_to_dlq(
@@ -288,7 +345,7 @@ class ConsumerActivity:
         for entry in request.entries:
             try:
                 text = await self._latest(ctx, group, entry.message_id, entry.receipt_handle)
-                ok = await self._ack(ctx, ReceiptHandle(text), group, topic)
+                ok = await self._ack(ctx, ReceiptHandle(text), group, lite_queue(topic, entry.lite_topic))
                 result = OK if ok else status(pb.INTERNAL_SERVER_ERROR, "ack failed: status is abnormal")
             except (StatusError, RocketMQError) as err:
                 result = status_of(err)
@@ -333,7 +390,8 @@ class ConsumerActivity:
         ReceiptHandle(request.receipt_handle)  # a malformed handle is refused before anything else
         invisible = request.invisible_duration.ToMilliseconds()  # checked: broker.grpc.request_checks
         text = await self._latest(ctx, group, request.message_id, request.receipt_handle)
-        new_handle = await self._change_invisible(ctx, ReceiptHandle(text), group, topic, invisible)
+        queue_topic = lite_queue(topic, request.lite_topic)
+        new_handle = await self._change_invisible(ctx, ReceiptHandle(text), group, queue_topic, invisible)
         if new_handle is None:
             return pb.ChangeInvisibleDurationResponse(
                 status=status(pb.INTERNAL_SERVER_ERROR, "changeInvisibleDuration failed: status is abnormal")
@@ -381,7 +439,8 @@ class ConsumerActivity:
         ReceiptHandle(request.receipt_handle)
         group = request.group.name
         text = await self._latest(ctx, group, request.message_id, request.receipt_handle)
-        code = await self._forward_to_dlq(ctx, ReceiptHandle(text), request.message_id, group, topic)
+        queue_topic = lite_queue(topic, request.lite_topic)
+        code = await self._forward_to_dlq(ctx, ReceiptHandle(text), request.message_id, group, queue_topic)
         if code == ResponseCode.SUCCESS:
             return pb.ForwardMessageToDeadLetterQueueResponse(status=OK)
         return pb.ForwardMessageToDeadLetterQueueResponse(

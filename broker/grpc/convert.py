@@ -4,7 +4,8 @@ Used where the server hands a message to a client: a transaction check-back
 (RecoverOrphanedTransactionCommand) here, received messages once POP is served. User properties
 are every property but the system ones (``MessageConst.STRING_HASH_SET``); the body digest is
 MD5 as the Proxy sends it. A priority message (5.5.0's ``GrpcConverter``) carries its type PRIORITY
-and its ``priority``; the priority property is a system one (5.5.0's ``STRING_HASH_SET``).
+and its ``priority``; a lite message its type LITE and its ``lite_topic``; the priority and lite
+topic properties are system ones (5.5.0's ``STRING_HASH_SET``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import hashlib
 import socket
 
 from broker.grpc.namespace import resource_of
+from broker.lite import PROPERTY_LITE_TOPIC
 from broker.priority import PROPERTY_PRIORITY, message_priority
 from codec.message import MessageRecord, MessageSysFlag
 from codec.properties import decode_properties
@@ -32,6 +34,7 @@ SYSTEM_PROPERTIES = frozenset(
         "TIMER_DELIVER_MS", "TIMER_ENQUEUE_MS", "TIMER_DEQUEUE_MS", "TIMER_ROLL_TIMES",
         "TIMER_OUT_MS", "TIMER_DEL_UNIQKEY", "TIMER_DELAY_LEVEL", "__BORNHOST", "BORN_TIMESTAMP",
         "DLQ_ORIGIN_TOPIC", "DLQ_ORIGIN_MESSAGE_ID", "__CRC32#", PROPERTY_PRIORITY,
+        PROPERTY_LITE_TOPIC,
     }
 )  # fmt: skip
 
@@ -49,7 +52,9 @@ def message_type_of_record(props: dict[str, str]) -> pb.MessageType:
         return pb.DELAY
     if "__SHARDINGKEY" in props:
         return pb.FIFO
-    return pb.PRIORITY if PROPERTY_PRIORITY in props else pb.NORMAL
+    if PROPERTY_PRIORITY in props:
+        return pb.PRIORITY
+    return pb.LITE if PROPERTY_LITE_TOPIC in props else pb.NORMAL
 
 
 def to_message(record: MessageRecord, props: dict[str, str] | None = None) -> pb.Message:
@@ -79,6 +84,8 @@ def to_message(record: MessageRecord, props: dict[str, str] | None = None) -> pb
     priority = message_priority(props)
     if priority >= 0:
         system.priority = priority
+    if PROPERTY_LITE_TOPIC in props:
+        system.lite_topic = props[PROPERTY_LITE_TOPIC]
     if "TRACE_CONTEXT" in props:
         system.trace_context = props["TRACE_CONTEXT"]
     user = {k: v for k, v in props.items() if k not in SYSTEM_PROPERTIES}

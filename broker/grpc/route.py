@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from broker.controller import BrokerController
 from broker.grpc.common import OK, ClientContext, StatusError, status
+from broker.lite import lite_bind_topic
 from broker.topic_config_manager import TopicConfigManager, TopicValidationError, validate_topic
 from codec.bodies.register import PERM_READ, PERM_WRITE, TopicConfig
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
@@ -25,6 +26,7 @@ _ACCEPTED_TYPES: dict[str, list[pb.MessageType]] = {
     "TRANSACTION": [pb.TRANSACTION],
     "DELAY": [pb.DELAY],
     "PRIORITY": [pb.PRIORITY],
+    "LITE": [pb.LITE],
     "MIXED": [pb.NORMAL, pb.FIFO, pb.DELAY, pb.TRANSACTION],
 }
 
@@ -133,13 +135,13 @@ class RouteActivity:
         self, ctx: ClientContext, request: pb.QueryAssignmentRequest
     ) -> pb.QueryAssignmentResponse:
         """``RouteActivity.queryAssignment``: one queue of id -1 (any queue: POP), or every read
-        queue when the group consumes orderly."""
+        queue when the group consumes orderly and is not a lite group (5.5: ``lite.bind.topic``)."""
         name = check_topic(request.topic, self.broker.topics)
         if not request.group.name:
             raise StatusError(pb.ILLEGAL_CONSUMER_GROUP, "consumer group cannot be empty")
         topic = self._topic(name)
         group = self.broker.groups.find(request.group.name)
-        fifo = group is not None and group.consume_message_orderly
+        fifo = group is not None and group.consume_message_orderly and not lite_bind_topic(group.attributes)
         assignments: list[pb.Assignment] = []
         if topic.perm & PERM_READ and topic.read_queue_nums > 0:
             broker = self._broker(request.endpoints)

@@ -11,7 +11,9 @@ batch-level ones (so, as on the Proxy, the broker appends them to every inner me
 first message's tag, keys and id win), answered with one entry whose id is a new one of the
 batch's. A transactional message's half-message position (queue offset, commit-log offset) comes
 from the outcome, for the EndTransaction that follows. A ``priority`` becomes the priority
-property as 5.5.0's Proxy sets it (``broker.priority`` places the message by it).
+property as 5.5.0's Proxy sets it (``broker.priority`` places the message by it); a
+``lite_topic``, checked as ``GrpcValidator.validateLiteTopic`` does, becomes ``__LITE_TOPIC`` (the
+broker stores the message in that lite topic's queue: ``broker.lite``).
 RecallMessage (``RecallMessageActivity``) adapts onto the same recall service as RECALL_MESSAGE.
 """
 
@@ -27,6 +29,7 @@ from broker.grpc.convert import SYSTEM_PROPERTIES
 from broker.grpc.route import check_topic, topic_message_type
 from broker.grpc.transaction import TransactionActivity, TransactionData
 from broker.grpc.validation import timestamp_valid
+from broker.lite import LITE_TYPE, PROPERTY_LITE_TOPIC, lite_topic_problem
 from broker.priority import PRIORITY_TYPE, PROPERTY_PRIORITY
 from broker.service.recall import RecallRefused, RecallRequest, RecallService
 from broker.service.send import SendService
@@ -105,6 +108,11 @@ def message_properties(message: pb.Message, producer_group: str, remote_addr: st
                 pb.ILLEGAL_MESSAGE_GROUP, "message group cannot be the char sequence of whitespace"
             )
         props[SHARDING_KEY] = system.message_group
+    if system.HasField("lite_topic") and system.lite_topic:
+        problem = lite_topic_problem(system.lite_topic)
+        if problem is not None:
+            raise StatusError(pb.ILLEGAL_LITE_TOPIC, problem)
+        props[PROPERTY_LITE_TOPIC] = system.lite_topic
     if system.trace_context:
         props[TRACE_CONTEXT] = system.trace_context
     born_host = system.born_host.strip() or remote_addr
@@ -123,7 +131,9 @@ def message_type_of(props: dict[str, str]) -> str:
         return "DELAY"
     if SHARDING_KEY in props:
         return "FIFO"
-    return PRIORITY_TYPE if PROPERTY_PRIORITY in props else "NORMAL"
+    if PROPERTY_PRIORITY in props:
+        return PRIORITY_TYPE
+    return LITE_TYPE if PROPERTY_LITE_TOPIC in props else "NORMAL"
 
 
 def type_conflict(expected: str, actual: str) -> StatusError:

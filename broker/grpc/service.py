@@ -14,6 +14,7 @@ from broker.grpc.auth import grpc_auth
 from broker.grpc.client import ClientActivity
 from broker.grpc.common import ClientContext, Handler, Req, Resp, unary
 from broker.grpc.consumer import ConsumerActivity
+from broker.grpc.lite import LiteActivity
 from broker.grpc.observe import CallRecorder
 from broker.grpc.request_checks import RequestChecks, chain
 from broker.grpc.route import RouteActivity
@@ -73,6 +74,7 @@ class MessagingService:
             broker, self.transactions, shared.send if shared else None, shared.recall if shared else None
         )
         self.consumer = None
+        self.lite: LiteActivity | None = None
         if shared is not None:
             self.consumer = ConsumerActivity(
                 broker,
@@ -84,6 +86,9 @@ class MessagingService:
                 send_back=shared.send_back,
                 recorder=self.recorder,
             )
+            self.lite = LiteActivity(broker, shared.consume)
+            self.consumer.lite = self.lite
+            self.clients.on_termination = self.lite.forget
 
     @property
     def methods(self) -> dict[str, Handler]:
@@ -109,6 +114,13 @@ class MessagingService:
                 pb.ForwardMessageToDeadLetterQueueRequest,
                 pb.ForwardMessageToDeadLetterQueueResponse,
                 consumer.forward_message_to_dead_letter_queue,
+            )
+        if self.lite is not None:
+            methods[path("SyncLiteSubscription")] = self._unary(
+                "SyncLiteSubscription",
+                pb.SyncLiteSubscriptionRequest,
+                pb.SyncLiteSubscriptionResponse,
+                self.lite.sync_lite_subscription,
             )
         return methods
 

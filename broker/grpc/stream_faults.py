@@ -92,6 +92,10 @@ class _FaultedCall:
     def post(self, payload: bytes) -> bool:
         return self.call.post(payload)
 
+    @property
+    def cancelled(self) -> bool:
+        return self.call.cancelled
+
 
 def receive_with_faults(handler: Handler, point: FaultPoint, method: str) -> Handler:
     """``ReceiveMessage`` (``handler``) with the rules of ``point`` for its ``method`` path."""

@@ -198,7 +198,7 @@ def validate_end_transaction(request: pb.EndTransactionRequest, is_system: Syste
 
 def validate_heartbeat(request: pb.HeartbeatRequest, client_type: int) -> None:
     """``ClientActivity.heartbeat``: a consumer's heartbeat names a valid group."""
-    if client_type in (pb.PUSH_CONSUMER, pb.SIMPLE_CONSUMER):
+    if client_type in (pb.PUSH_CONSUMER, pb.SIMPLE_CONSUMER, pb.LITE_PUSH_CONSUMER, pb.LITE_SIMPLE_CONSUMER):
         validate_consumer_group(request.group)
 
 

@@ -12,7 +12,9 @@ Java's order:
    the batch-level ones appended, as 5.x ``MessageExtEncoder.encodeBatch`` does;
 3. a message sent to a retry topic may be redirected to the group's DLQ
    (``handleRetryAndDLQ``); a transactional one becomes a half message; 5.x timer properties or a
-   positive ``DELAY`` level route it through the timer or ``SCHEDULE_TOPIC_XXXX``;
+   positive ``DELAY`` level route it through the timer or ``SCHEDULE_TOPIC_XXXX``; a single
+   message with a lite topic (``__LITE_TOPIC``) under a LITE topic is stored in that lite topic's
+   LMQ queue (:mod:`broker.lite`) instead of a queue of the topic;
 4. the store put; under ``SYNC_FLUSH`` the answer waits for the fsync.
 
 A failed check or a put the store refuses raises :class:`SendRefused` with the RocketMQ response
@@ -31,6 +33,7 @@ import random
 from collections.abc import Awaitable
 
 from broker.controller import BrokerController
+from broker.lite import PROPERTY_LITE_TOPIC, is_lite_topic, to_lmq_name
 from broker.priority import priority_queue
 from broker.schedule import apply_delay_level
 from broker.service.send_values import BatchItem, SendOutcome, SendRefused, SendRequest
@@ -269,6 +272,10 @@ class SendService:
         if UNIQ_KEY not in props:
             props[UNIQ_KEY] = broker.uniq_ids.next_id()
         record.queue_id = priority_queue(props, record.queue_id, topic_config.write_queue_nums)
+        lite_topic = props.get(PROPERTY_LITE_TOPIC)
+        if lite_topic and is_lite_topic(topic_config.attributes):
+            # SendMessageProcessor: the lite topic's own LMQ queue (INNER_MULTI_DISPATCH there).
+            record.topic, record.queue_id = to_lmq_name(request.topic, lite_topic), 0
         self._stamp_broker_properties(props)
         if props.get(TRAN_MSG) == "true" and not (request.reconsume_times and props.get(DELAY)):
             if broker.config.reject_transaction_message:

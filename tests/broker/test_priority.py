@@ -59,8 +59,10 @@ def test_priority_factor_and_queue_order() -> None:
 
 def test_a_topic_takes_the_priority_message_type_and_refusals_keep_the_5_3_3_set() -> None:
     assert requested_attributes("+message.type=PRIORITY", None) == {"message.type": "PRIORITY"}
+    # LITE is taken too since lite topics are served (docs/lite.md); another value is refused.
+    assert requested_attributes("+message.type=LITE", None) == {"message.type": "LITE"}
     with pytest.raises(RocketMQError) as refused:
-        requested_attributes("+message.type=LITE", None)
+        requested_attributes("+message.type=XYZ", None)
     assert str(refused.value) == "value is not in set: [UNSPECIFIED, TRANSACTION, FIFO, MIXED, DELAY, NORMAL]"
 
 

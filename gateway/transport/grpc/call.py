@@ -102,6 +102,11 @@ class ServerCall:
             self._conn.queue_headers(self.stream_id, RESPONSE_HEADERS)
         await self._conn.send_data(self.stream_id, encode_message(payload), flush=flush)
 
+    @property
+    def cancelled(self) -> bool:
+        """The stream was reset (by the client, or its connection ended) before the call ended."""
+        return self.state.reset
+
     def post(self, payload: bytes) -> bool:
         """Queue a response message from outside the handler (a server-initiated command on a
         bidirectional stream); False when the call is over or ``POST_QUEUE_SIZE`` are waiting."""

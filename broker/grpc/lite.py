@@ -1,0 +1,180 @@
+"""Lite topics over gRPC: SyncLiteSubscription and the lite consumers' receive.
+
+Mirrors the 5.5 Proxy's ``ClientActivity.syncLiteSubscription`` and ``ClientProcessor`` checks
+(topic and group names, each added lite topic as ``validateLiteTopic``, the group's
+``lite.bind.topic``, the request's size against the group's quota) and the broker's
+``LiteSubscriptionCtlProcessor`` (the registry of :mod:`broker.lite`), then, for a
+LITE_PUSH_CONSUMER or LITE_SIMPLE_CONSUMER, ``PopLiteMessageProcessor``: a receive pops the LMQ
+queues of the client's lite topics one after the other, each orderly (a queue's next message
+waits until the one handed out is acknowledged or invisible no more: FIFO per lite topic, as
+the broker's ``consumerOrderInfoManager`` keeps it), until the batch is full. Nothing found: it
+waits for an arrival on any of those queues (or a change of the client's subscription, or one of
+them ceasing to be blocked) up to the long-polling time, then pops once more. A lite topic
+unsubscribed is never popped again.
+
+Java's broker learns which lite topics have new messages from its dispatch events
+(``LiteEventDispatcher``); here a receive simply walks the client's subscribed queues, from a
+rotating start so that one busy lite topic does not starve the others.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+
+from broker.controller import BrokerController
+from broker.grpc.common import OK, ClientContext, StatusError
+from broker.grpc.validation import validate_topic_and_group
+from broker.lite import (
+    LiteSubscriptionRegistry,
+    lite_bind_topic,
+    lite_sub_client_quota,
+    lite_topic_problem,
+    quota_problem,
+)
+from broker.pop.pop_message import PopBatch, PopRequest
+from broker.service.consume import ConsumeService
+from codec.bodies.heartbeat import EXPRESSION_TAG
+from codec.codes import ResponseCode
+from codec.errors import RocketMQError
+from codec.headers.pop import CONSUME_INIT_MODE_MAX
+from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
+
+logger = logging.getLogger(__name__)
+
+LITE_CLIENT_TYPES = (pb.LITE_PUSH_CONSUMER, pb.LITE_SIMPLE_CONSUMER)
+
+
+class LiteActivity:
+    """SyncLiteSubscription and the lite receive over one registry; see the module docstring."""
+
+    def __init__(
+        self,
+        broker: BrokerController,
+        pop: ConsumeService,
+        registry: LiteSubscriptionRegistry | None = None,
+    ) -> None:
+        self.broker = broker
+        self.pop = pop
+        self.registry = registry if registry is not None else LiteSubscriptionRegistry()
+        self._starts: dict[str, itertools.count[int]] = {}
+
+    # -- SyncLiteSubscription --------------------------------------------------------------------
+
+    def _check_bind_topic(self, group: str, topic: str) -> dict[str, str]:
+        """``ClientProcessor.validateLiteBindTopic``: the group's attributes."""
+        config = self.broker.groups.find(group, create=False)
+        if config is None:
+            raise StatusError(pb.ILLEGAL_CONSUMER_GROUP, f"group not found: {group}")
+        expected = lite_bind_topic(config.attributes)
+        if expected != topic:
+            raise StatusError(
+                pb.ILLEGAL_TOPIC,
+                f"lite group {group} is expected to bind topic {expected or 'null'}, but actual is {topic}",
+            )
+        return config.attributes
+
+    def sync_lite_subscription(
+        self, ctx: ClientContext, request: pb.SyncLiteSubscriptionRequest
+    ) -> pb.SyncLiteSubscriptionResponse:
+        """Raises StatusError for a refused change (the response carries it)."""
+        validate_topic_and_group(request, self.broker.topics.is_system)
+        lite_topics = list(dict.fromkeys(request.lite_topic_set))
+        action = request.action
+        if action == pb.PARTIAL_ADD:
+            for lite in lite_topics:
+                problem = lite_topic_problem(lite)
+                if problem is not None:
+                    raise StatusError(pb.ILLEGAL_LITE_TOPIC, problem)
+        group, topic = request.group.name, request.topic.name
+        attributes = self._check_bind_topic(group, topic)
+        if lite_topics:
+            problem = quota_problem(len(lite_topics), lite_sub_client_quota(attributes))
+            if problem is not None:
+                raise StatusError(pb.LITE_SUBSCRIPTION_QUOTA_EXCEEDED, problem)
+        client_id = ctx.client_id
+        registry = self.registry
+        if not client_id:  # LiteSubscriptionCtlProcessor skips an entry without a client id
+            return pb.SyncLiteSubscriptionResponse(status=OK)
+        if action == pb.PARTIAL_ADD:
+            registry.add_partial(client_id, group, topic, lite_topics)
+        elif action == pb.PARTIAL_REMOVE:
+            registry.remove_partial(client_id, group, topic, lite_topics)
+        elif action == pb.COMPLETE_ADD:
+            registry.add_complete(client_id, group, topic, lite_topics)
+        elif action == pb.COMPLETE_REMOVE:
+            registry.remove_complete(client_id)
+        else:
+            raise StatusError(pb.BAD_REQUEST, f"unknown LiteSubscriptionAction: {action}")
+        # A receive parked on the old set of queues looks again.
+        self.pop.polling.wake(topic, group, -1)
+        return pb.SyncLiteSubscriptionResponse(status=OK)
+
+    def forget(self, client_id: str) -> None:
+        """``offlineClientLiteSubscription``: a client gone leaves no subscription behind."""
+        self.registry.remove_complete(client_id)
+        self._starts.pop(client_id, None)
+
+    # -- receive ---------------------------------------------------------------------------------
+
+    def _order(self, client_id: str) -> list[str]:
+        names = self.registry.lmq_names_of(client_id)
+        if len(names) > 1:
+            start = next(self._starts.setdefault(client_id, itertools.count())) % len(names)
+            names = names[start:] + names[:start]
+        return names
+
+    async def _pop_once(
+        self, client_id: str, group: str, wanted: int, invisible_ms: int, attempt_id: str | None
+    ) -> list[tuple[PopRequest, PopBatch]]:
+        found: list[tuple[PopRequest, PopBatch]] = []
+        for lmq_name in self._order(client_id):
+            if wanted <= 0:
+                break
+            request = PopRequest(
+                consumer_group=group,
+                topic=lmq_name,
+                queue_id=0,
+                max_msg_nums=wanted,
+                invisible_time=invisible_ms,
+                poll_time=0,
+                born_time=self.broker.now_ms(),
+                init_mode=CONSUME_INIT_MODE_MAX,  # PopLiteMessageProcessor.getPopOffset
+                exp_type=EXPRESSION_TAG,
+                exp="*",
+                order=True,
+                attempt_id=attempt_id,
+            )
+            try:
+                outcome = await self.pop.pop_message(request)
+            except RocketMQError as err:  # this queue only (a name no queue can have, a group gone)
+                logger.debug("lite pop of %s for %s refused: %s", lmq_name, group, err)
+                continue
+            if outcome.code == ResponseCode.SUCCESS and outcome.batch.buffers:
+                found.append((request, outcome.batch))
+                wanted -= len(outcome.batch.buffers)
+        return found
+
+    async def receive(
+        self,
+        ctx: ClientContext,
+        group: str,
+        topic: str,
+        batch_size: int,
+        invisible_ms: int,
+        poll_ms: int,
+        attempt_id: str | None,
+    ) -> list[tuple[PopRequest, PopBatch]]:
+        """The pops that found messages (each with its request), after a wait when none did."""
+        found = await self._pop_once(ctx.client_id, group, batch_size, invisible_ms, attempt_id)
+        if found or poll_ms <= 0 or self.broker.stopping:
+            return found
+        queues = [(name, 0) for name in self.registry.lmq_names_of(ctx.client_id)]
+        now = self.broker.now_ms()
+        deadline = now + poll_ms
+        for name, _ in queues:  # a blocked lite topic freeing up ends the wait too
+            free_at = self.pop.orders.unblock_time(name, group, 0)
+            if free_at > now:
+                deadline = min(deadline, free_at + 1)
+        await self.pop.polling.wait(topic, group, -1, queues, None, deadline)
+        return await self._pop_once(ctx.client_id, group, batch_size, invisible_ms, attempt_id)

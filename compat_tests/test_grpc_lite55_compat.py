@@ -1,0 +1,240 @@
+"""Lite topics over gRPC on our gateway and on Apache RocketMQ 5.5.0's Proxy (cluster mode, its
+NameServer and a broker with ``enableLmq`` and ``enableMultiDispatch``, from Maven Central's
+jars), one start of each for the module.
+
+The Python gRPC client (rocketmq-python-client 5.1.2, unmodified): a LitePushConsumer
+subscribed to 2 of 4 lite topics gets exactly their messages, in send order within each lite
+topic, and nothing of a lite topic after ``unsubscribe_lite``, on both. Raw SyncLiteSubscription
+calls get the same refusals from both too. (The client 5.1.2's
+``subscribe_lite`` sends the characters of the name rather than the name; the subscription is
+right from the client's periodic full sync on, within 30 s, on both.) Raw SendMessage calls get
+the same refusals from both. A LiteSimpleConsumer receives its lite topic on ours (as 5.5.1
+serves it); the 5.5.0 Proxy refuses that client type's settings, so there the client's own
+quota check (0 lite topics) refuses ``subscribe_lite`` (``docs/lite.md``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import pytest
+
+from compat_tests.grpc_targets import start_ours
+from compat_tests.pop_raw import wait_route
+from compat_tests.reference import REFERENCE_LIBS, ReferenceServers, free_port, run_mqadmin
+from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
+
+VERSION = "5.5.0"
+REPO = Path(__file__).resolve().parent.parent
+SERVICE = "/apache.rocketmq.v2.MessagingService/"
+METADATA = (("x-mq-client-id", "lite-check"), ("x-mq-language", "PYTHON"), ("x-mq-protocol", "v2"))
+PARENT = "LiteChats"
+SIMPLE_PARENT = "LiteChatsSimple"
+NORMAL_TOPIC = "LiteNormal"
+PUSH_GROUP = "LitePushGroup"
+SIMPLE_GROUP = "LiteSimpleGroup"
+ROUNDS = 3
+LMQ_CONF = {"enableLmq": "true", "enableMultiDispatch": "true"}
+
+
+@dataclass
+class Endpoint:
+    name: str
+    grpc_addr: str
+    namesrv_addr: str
+
+
+def start_reference(workdir: Path) -> tuple[Endpoint, ReferenceServers]:
+    if not REFERENCE_LIBS[VERSION].is_dir():
+        pytest.fail("the 5.5.0 reference jars are missing: run scripts/setup-java.sh")
+    extra_conf = tuple(f"{k}={v}" for k, v in LMQ_CONF.items())
+    servers = ReferenceServers.on_loopback(workdir, version=VERSION, extra_conf=extra_conf)
+    servers.checks_exits = True
+    try:
+        servers.start_namesrv()
+        servers.start_broker()
+        servers.wait_registered()
+        grpc_port = free_port()
+        servers.start_cluster_proxy(grpc_port, free_port())
+    except BaseException:
+        servers.stop(kill=True)
+        raise
+    return Endpoint("reference", f"127.0.0.1:{grpc_port}", servers.namesrv_addr), servers
+
+
+@pytest.fixture(scope="module", params=("ours", f"reference-{VERSION}"))
+def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
+    workdir = tmp_path_factory.mktemp(request.param)
+    if request.param == "ours":
+        ours = start_ours(workdir, LMQ_CONF)
+        try:
+            endpoint = Endpoint("ours", ours.grpc_addr, ours.namesrv_addr)
+            create_resources(endpoint, workdir)
+            yield endpoint
+        finally:
+            ours.stop()
+    else:
+        endpoint, servers = start_reference(workdir)
+        try:
+            create_resources(endpoint, workdir)
+            yield endpoint
+        finally:
+            servers.stop(kill=True)
+
+
+def mqadmin(endpoint: Endpoint, home: Path, *args: str) -> None:
+    out = run_mqadmin(endpoint.namesrv_addr, *args, home=home, version=VERSION)
+    assert "success" in out, out
+
+
+def create_resources(endpoint: Endpoint, home: Path) -> None:
+    """Two LITE parent topics, a normal topic and a group bound to each parent, with 5.5.0's tools."""
+    for topic, attributes in (
+        (PARENT, ("-a", "+message.type=LITE")),
+        (SIMPLE_PARENT, ("-a", "+message.type=LITE")),
+        (NORMAL_TOPIC, ()),
+    ):
+        queues = ("-r", "4", "-w", "4")
+        mqadmin(endpoint, home, "updateTopic", "-c", "DefaultCluster", "-t", topic, *queues, *attributes)
+        wait_route(endpoint.namesrv_addr, topic)
+    # The push group is orderly: its settings say fifo, so the client consumes a batch in order
+    # (else its thread pool may print two messages of one lite topic's batch swapped).
+    for group, parent, orderly in ((PUSH_GROUP, PARENT, "true"), (SIMPLE_GROUP, SIMPLE_PARENT, "false")):
+        mqadmin(
+            endpoint, home, "updateSubGroup", "-c", "DefaultCluster", "-g", group, "-o", orderly,
+            "--attributes", f"+lite.bind.topic={parent}",
+        )  # fmt: skip
+
+
+def send(endpoint: Endpoint, topic: str, message_id: str, lite_topic: str | None) -> tuple[int, str]:
+    """One raw SendMessage; its (code, message)."""
+    props = pb.SystemProperties(message_id=message_id, body_encoding=pb.IDENTITY)
+    props.message_type = pb.LITE if lite_topic is not None else pb.NORMAL
+    if lite_topic is not None:
+        props.lite_topic = lite_topic
+    props.born_timestamp.GetCurrentTime()
+    sent = pb.Message(topic=pb.Resource(name=topic), body=b"raw", system_properties=props)
+    with grpc.insecure_channel(endpoint.grpc_addr) as channel:
+        rpc = channel.unary_unary(
+            SERVICE + "SendMessage",
+            request_serializer=lambda m: m.SerializeToString(),
+            response_deserializer=pb.SendMessageResponse.FromString,
+        )
+        answer = rpc(pb.SendMessageRequest(messages=[sent]), metadata=METADATA, timeout=30)
+    return answer.status.code, answer.status.message
+
+
+def sync(endpoint: Endpoint, topic: str, group: str, *lite_topics: str) -> tuple[int, str]:
+    """One raw SyncLiteSubscription (PARTIAL_ADD); its (code, message)."""
+    request = pb.SyncLiteSubscriptionRequest(
+        action=pb.PARTIAL_ADD,
+        topic=pb.Resource(name=topic),
+        group=pb.Resource(name=group),
+        lite_topic_set=lite_topics,
+    )
+    with grpc.insecure_channel(endpoint.grpc_addr) as channel:
+        rpc = channel.unary_unary(
+            SERVICE + "SyncLiteSubscription",
+            request_serializer=lambda m: m.SerializeToString(),
+            response_deserializer=pb.SyncLiteSubscriptionResponse.FromString,
+        )
+        answer = rpc(request, metadata=METADATA, timeout=30)
+    return answer.status.code, answer.status.message
+
+
+def run_scenario(target: Endpoint, tmp_path: Path, mode: str, topic: str, group: str) -> list[str]:
+    result = subprocess.run(
+        [
+            sys.executable,
+            *("-m", "compat_tests.grpc_python_lite", mode, target.grpc_addr, topic, group, str(ROUNDS)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=REPO,
+        env={**os.environ, "HOME": str(tmp_path)},
+        check=False,
+    )
+    lines = result.stdout.splitlines()
+    assert lines, result.stderr[-2000:]
+    assert lines[-1] == "DONE", result.stdout + result.stderr[-2000:]
+    return lines
+
+
+def test_refusals_of_lite_sends(target: Endpoint) -> None:
+    conflict = (
+        "org.apache.rocketmq.proxy.common.ProxyException:"
+        " TopicMessageType validate failed, the expected type is {}, but actual type is {}"
+    )
+    answers = {
+        "lite on a normal topic": send(target, NORMAL_TOPIC, "lite-normal", "l0"),
+        "normal on a lite topic": send(target, PARENT, "normal-lite", None),
+        "illegal lite topic": send(target, PARENT, "illegal", "l0.x"),
+        "long lite topic": send(target, PARENT, "long", "x" * 65),
+    }
+    assert answers == {
+        "lite on a normal topic": (pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, conflict.format("NORMAL", "LITE")),
+        "normal on a lite topic": (pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, conflict.format("LITE", "NORMAL")),
+        "illegal lite topic": (
+            pb.ILLEGAL_LITE_TOPIC,
+            "lite topic can only contain alphanumeric characters, hyphens(-), and underscores(_)",
+        ),
+        "long lite topic": (pb.ILLEGAL_LITE_TOPIC, "lite topic exceed the max size 64"),
+    }
+
+
+def test_refusals_of_lite_subscriptions(target: Endpoint) -> None:
+    too_many = [f"t{i}" for i in range(2000 + 300 + 1)]  # the default quota and the Proxy's buffer
+    answers = {
+        "another topic": sync(target, NORMAL_TOPIC, PUSH_GROUP, "l9"),
+        "illegal lite topic": sync(target, PARENT, PUSH_GROUP, "l9.x"),
+        "too many": sync(target, PARENT, PUSH_GROUP, *too_many),
+    }
+    assert answers == {
+        "another topic": (
+            pb.ILLEGAL_TOPIC,
+            f"lite group {PUSH_GROUP} is expected to bind topic {PARENT}, but actual is {NORMAL_TOPIC}",
+        ),
+        "illegal lite topic": (
+            pb.ILLEGAL_LITE_TOPIC,
+            "lite topic can only contain alphanumeric characters, hyphens(-), and underscores(_)",
+        ),
+        "too many": (pb.LITE_SUBSCRIPTION_QUOTA_EXCEEDED, "lite subscription quota exceeded: 2000"),
+    }
+
+
+def test_lite_push_consumer_gets_its_lite_topics_in_order_and_none_after_unsubscribing(
+    target: Endpoint, tmp_path: Path
+) -> None:
+    lines = run_scenario(target, tmp_path, "push", PARENT, PUSH_GROUP)
+    failed = [line for line in lines if line.startswith("FAILED")]
+    assert failed == [], "\n".join(lines)
+    received = [tuple(line.split()[1:]) for line in lines if line.startswith("RECEIVED")]
+    by_lite = {lite: [body for got_lite, body in received if got_lite == lite] for lite, _ in received}
+    # Exactly the subscribed lite topics, each in send order; l1 nothing after unsubscribing.
+    assert by_lite == {
+        "l0": [f"l0-{i}" for i in range(ROUNDS)] + ["l0-after"],
+        "l1": [f"l1-{i}" for i in range(ROUNDS)],
+    }, "\n".join(lines)
+
+
+def test_lite_simple_consumer(target: Endpoint, tmp_path: Path) -> None:
+    lines = run_scenario(target, tmp_path, "simple", SIMPLE_PARENT, SIMPLE_GROUP)
+    received = [tuple(line.split()[1:]) for line in lines if line.startswith("RECEIVED")]
+    if target.name == "ours":
+        assert received == [("l0", f"l0-{i}") for i in range(ROUNDS)], "\n".join(lines)
+    else:
+        # 5.5.0's Proxy refuses the client type's settings ("Client type is not consumer"), so
+        # the client keeps its quota of 0 lite topics and refuses subscribe_lite itself.
+        assert received == [], "\n".join(lines)
+        failed = [line for line in lines if line.startswith("FAILED")]
+        assert len(failed) == 1, "\n".join(lines)
+        assert failed[0].startswith(
+            "FAILED LiteSubscriptionQuotaExceededException 42902, Lite subscription exceed quota: 0"
+        ), "\n".join(lines)
