@@ -94,6 +94,8 @@ def test_pair_helper_sync_master_and_slave() -> None:
         master, slave = pair.master.get_broker_address(), pair.slave.get_broker_address()
         check_pair(pair.get_namesrv_address(), "pair-broker", master, slave, "HaPair")
         wait_healthy(pair.slave.get_container_id())
+        stored = pair.slave.await_messages("HaPair", len(BODIES))  # the slave's control endpoint
+        assert sorted(m["body"] for m in stored) == sorted(b.decode() for b in BODIES)
         pair.kill_master()
         assert served_bodies(slave, "HaPair") >= set(BODIES)
 
