@@ -2,7 +2,8 @@
 ``go test`` starts the gateway's image once for the package, sends with the unmodified RocketMQ
 5.x Go gRPC client (``github.com/apache/rocketmq-clients/golang/v5`` v5.1.4) to a declared
 topic, retries through a ``TOO_MANY_REQUESTS`` fault answered once, and checks what the broker
-stored through the control endpoint.
+stored through the control endpoint; a slave of that container (``WithSlaveOf``) holds what it
+stored.
 
 Go runs offline (``GOPROXY=off``, ``-mod=readonly``): ``scripts/setup-testcontainers.sh`` (run by
 ``scripts/setup.sh``) downloaded the module graph and compiled the test binary beforehand.
@@ -24,7 +25,11 @@ pytestmark = [pytest.mark.compat, pytest.mark.slow]
 REPO = Path(__file__).resolve().parent.parent
 MODULE = REPO / "docker" / "testcontainers" / "go"
 GO_TIMEOUT_S = 300.0  # ~6 s measured once compiled; a cold compile takes ~2 min on 2 cores
-TESTS = ("TestSentMessageIsStoredWithItsKeysTagAndProperties", "TestProducerRetriesThroughTooManyRequests")
+TESTS = (
+    "TestSentMessageIsStoredWithItsKeysTagAndProperties",
+    "TestProducerRetriesThroughTooManyRequests",
+    "TestSlaveHoldsWhatItsMasterStored",
+)
 
 
 def test_go_module_example_passes_offline(tmp_path: Path) -> None:

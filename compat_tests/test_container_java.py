@@ -2,7 +2,8 @@
 and its two examples, run by Maven as a user's project would run them. The JUnit 5 example sends
 with the unmodified RocketMQ 5.3.3 ``DefaultMQProducer`` and receives with its
 ``DefaultMQPushConsumer`` through declared topics, retries through a ``SYSTEM_BUSY`` fault
-answered twice, and checks the stored messages; the Spring Boot example
+answered twice, and checks the stored messages, and a master/slave pair of its own (``withSlaveOf``)
+stores on the slave what the SYNC_MASTER acknowledged; the Spring Boot example
 (rocketmq-spring-boot-starter 2.3.5) gets the container's NameServer address through
 ``@DynamicPropertySource``. One container per test class. The module's own unit test checks its
 JSON reader and writer without Docker.
@@ -28,7 +29,7 @@ PROJECT = REPO / "docker" / "testcontainers" / "java"
 MAVEN_TIMEOUT_S = 600.0  # 38-60 s measured on the loaded 2-core machine (two containers, one JVM per module)
 MODULES = {  # Maven module -> (its test class, its number of tests)
     "rocketmq-gateway-testcontainers": ("io.github.rmqgateway.testcontainers.JsonTest", 4),
-    "examples/junit5": ("io.github.rmqgateway.examples.junit5.OrdersTest", 3),
+    "examples/junit5": ("io.github.rmqgateway.examples.junit5.OrdersTest", 4),
     "examples/spring-boot": ("io.github.rmqgateway.examples.spring.OrdersApplicationTest", 1),
 }
 REPORTS = {

@@ -29,8 +29,11 @@ conf=/tmp/rmq-gateway.conf
 if [ "$cmd" = health ]; then
   case $(cat /tmp/rmq-gateway.mode 2>/dev/null || echo standalone) in
     namesrv) exec python3 -m gateway.testing.probe "127.0.0.1:$namesrv_port" --brokers 0 ;;
-    broker) exec python3 -m gateway.testing.probe "${NAMESRV_ADDR%%;*}" \
-      --broker-name "${BROKER_NAME:-broker-a}" ;;
+    broker)
+      # a slave (RMQ_PROP_brokerId > 0) is ready once registered under its id, not its master's
+      if [ "${RMQ_PROP_brokerId:-0}" != 0 ]; then set -- --broker-id "$RMQ_PROP_brokerId"; fi
+      exec python3 -m gateway.testing.probe "${NAMESRV_ADDR%%;*}" \
+        --broker-name "${BROKER_NAME:-broker-a}" "$@" ;;
     *) exec python3 -m gateway.testing.probe "127.0.0.1:$namesrv_port" ;;
   esac
 fi

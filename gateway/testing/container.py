@@ -35,6 +35,11 @@ surface of the Java and Go modules (``docker/testcontainers/``) is here too::
         gw.await_messages("orders", 1)                     # what the broker stored
         gw.clear_faults()
 
+A broker of another NameServer: ``namesrv_addr="127.0.0.1:9876"`` runs the image's ``broker``
+command (no NameServer of its own) registering there; with ``properties`` ``brokerId``/``brokerRole``
+that is how :class:`gateway.testing.container_pair.RocketMQGatewayPair` starts a master and its
+slave. Such a container is ready when its broker is registered under its ``brokerId``.
+
 ``TESTCONTAINERS_RYUK_DISABLED=true`` is needed where the reaper image cannot be pulled; the
 container is then removed by :meth:`stop` (the context manager does it).
 """
@@ -67,7 +72,8 @@ class RocketMQGatewayContainer(DockerContainer):
 
     ``properties`` are Java broker.conf keys (``{"flushDiskType": "SYNC_FLUSH"}``), passed as
     ``RMQ_PROP_<key>`` variables to the image's entrypoint; ``topics`` / ``groups`` (``"orders:8:FIFO"``,
-    ``"billing:retryMaxTimes=3"``) are created before the gateway is ready.
+    ``"billing:retryMaxTimes=3"``) are created before the gateway is ready. ``namesrv_addr``: run
+    only a broker (the image's ``broker`` command), registering to that NameServer.
     """
 
     def __init__(
@@ -81,6 +87,7 @@ class RocketMQGatewayContainer(DockerContainer):
         control_port: int | None = None,
         broker_ip1: str | None = None,
         broker_name: str = "broker-a",
+        namesrv_addr: str | None = None,
         publish_host: str = LOOPBACK,
         properties: Mapping[str, str] | None = None,
         topics: Sequence[str] = (),
@@ -103,6 +110,12 @@ class RocketMQGatewayContainer(DockerContainer):
         self.with_env("GRPC_PORT", str(self.grpc_port))
         self.with_env("RMQ_GATEWAY_CONTROL_PORT", str(self.control_port))
         self.with_env("BROKER_NAME", broker_name)
+        self.broker_name = broker_name
+        self.broker_id = int((properties or {}).get("brokerId", "0"))
+        self.namesrv_addr = namesrv_addr
+        if namesrv_addr is not None:
+            self.with_command("broker")
+            self.with_env("NAMESRV_ADDR", namesrv_addr)
         if network_mode == "host":
             # Loopback only: the host's other interfaces see nothing of a test broker.
             self.with_kwargs(network_mode="host")
@@ -155,6 +168,8 @@ class RocketMQGatewayContainer(DockerContainer):
 
     def get_namesrv_address(self) -> str:
         """``host:port`` of the NameServer, what clients take as ``namesrvAddr``/``NAMESRV_ADDR``."""
+        if self.namesrv_addr is not None:
+            return self.namesrv_addr
         return f"{self._host()}:{self.namesrv_port}"
 
     def get_broker_address(self) -> str:
@@ -238,7 +253,12 @@ class RocketMQGatewayContainer(DockerContainer):
         reason = "not probed yet"
         while time.monotonic() < deadline:
             try:
-                return probe(self.get_namesrv_address(), timeout=1.0)
+                return probe(
+                    self.get_namesrv_address(),
+                    broker_name=self.broker_name,
+                    broker_id=self.broker_id or None,  # a slave: registered under its own id
+                    timeout=1.0,
+                )
             except ProbeError as err:
                 reason = str(err)
             self.reload()

@@ -5,12 +5,15 @@
     python -m gateway.testing.probe 127.0.0.1:9876                  # >= 1 broker registered
     python -m gateway.testing.probe 127.0.0.1:9876 --topic TBW102   # and a route for the topic
     python -m gateway.testing.probe 127.0.0.1:9876 --broker-name broker-b --brokers 2
+    python -m gateway.testing.probe 127.0.0.1:9876 --broker-name broker-a --broker-id 1   # its slave
 
 One blocking socket and the project's codec, no Trio: the probe sends GET_BROKER_CLUSTER_INFO
 (what ``mqadmin clusterList`` sends; ``ClusterInfo`` body) and, with ``--topic``,
 GET_ROUTEINFO_BY_TOPIC (what every client sends before its first send), exactly as a Java client
 would. Ready means the NameServer answers and the wanted brokers are registered with a master
-address, which is what a client needs before it can send. Exit status 0 when ready (one summary
+address, which is what a client needs before it can send; with ``--broker-id`` (a slave's
+``brokerId``, e.g. 1), that the named broker has registered an address under that id too, which
+is what a client reading from the slave needs. Exit status 0 when ready (one summary
 line on stdout), 1 when not (the reason on stderr); the container's HEALTHCHECK and the
 testcontainers module both use it.
 """
@@ -94,10 +97,13 @@ def probe(
     *,
     min_brokers: int = 1,
     broker_name: str | None = None,
+    broker_id: int | None = None,
     topic: str | None = None,
     timeout: float = CONNECT_TIMEOUT_S,
 ) -> ProbeResult:
-    """One probe of ``namesrv_addr``; raises :class:`ProbeError` when it is not ready."""
+    """One probe of ``namesrv_addr``; raises :class:`ProbeError` when it is not ready.
+    ``broker_id`` (with ``broker_name``): that broker also has an address registered under this
+    id, e.g. 1 for its slave."""
     try:
         with socket.create_connection(split_address(namesrv_addr), timeout=timeout) as sock:
             answer = call(sock, _request(RequestCode.GET_BROKER_CLUSTER_INFO), timeout)
@@ -113,6 +119,10 @@ def probe(
                 raise ProbeError(f"{len(masters)} broker(s) registered, waiting for {min_brokers}")
             if broker_name is not None and broker_name not in masters:
                 raise ProbeError(f"{broker_name} not registered (registered: {sorted(masters)})")
+            if broker_name is not None and broker_id is not None:
+                ids = sorted(info.broker_addr_table[broker_name].broker_addrs)
+                if broker_id not in ids:
+                    raise ProbeError(f"{broker_name} has no broker id {broker_id} (registered ids: {ids})")
             routed: tuple[str, ...] = ()
             if topic is not None:
                 answer = call(sock, _request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}), timeout)
@@ -131,6 +141,7 @@ def wait_ready(
     *,
     min_brokers: int = 1,
     broker_name: str | None = None,
+    broker_id: int | None = None,
     topic: str | None = None,
 ) -> ProbeResult:
     """Probe until ready or ``timeout`` seconds passed; raises ``TimeoutError`` with the last reason."""
@@ -141,6 +152,7 @@ def wait_ready(
                 namesrv_addr,
                 min_brokers=min_brokers,
                 broker_name=broker_name,
+                broker_id=broker_id,
                 topic=topic,
                 timeout=min(CONNECT_TIMEOUT_S, max(0.1, deadline - time.monotonic())),
             )
@@ -158,11 +170,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("namesrv_addr", metavar="ADDR", help="NameServer host:port")
     parser.add_argument("--brokers", type=int, default=1, help="brokers that must be registered (1)")
     parser.add_argument("--broker-name", help="a broker (brokerName) that must be registered")
+    parser.add_argument(
+        "--broker-id", type=int, help="with --broker-name: an id it must have an address under (1: a slave)"
+    )
     parser.add_argument("--topic", help="a topic that must have a route")
     parser.add_argument("--timeout", type=float, default=CONNECT_TIMEOUT_S, help="seconds per request")
     parser.add_argument("--wait", type=float, default=0.0, help="keep probing up to this many seconds")
     args = parser.parse_args(argv)
-    options = {"min_brokers": args.brokers, "broker_name": args.broker_name, "topic": args.topic}
+    if args.broker_id is not None and args.broker_name is None:
+        parser.error("--broker-id needs --broker-name")
+    options = {
+        "min_brokers": args.brokers,
+        "broker_name": args.broker_name,
+        "broker_id": args.broker_id,
+        "topic": args.topic,
+    }
     try:
         if args.wait > 0:
             result = wait_ready(args.namesrv_addr, args.wait, **options)

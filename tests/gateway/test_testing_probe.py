@@ -40,11 +40,20 @@ def test_wanted_broker_missing_is_not_ready(gateway: InProcessGateway) -> None:
         probe(gateway.namesrv_addr, broker_name="broker-b")
 
 
+def test_broker_id_waits_for_a_slave_registration(gateway: InProcessGateway) -> None:
+    """A lone master has only id 0: a probe for its slave (id 1) is not ready, one for id 0 is."""
+    assert probe(gateway.namesrv_addr, broker_name="broker-a", broker_id=0).masters
+    with pytest.raises(ProbeError, match=r"broker-a has no broker id 1 \(registered ids: \[0\]\)"):
+        probe(gateway.namesrv_addr, broker_name="broker-a", broker_id=1)
+
+
 def test_command_line_exit_status(gateway: InProcessGateway, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([gateway.namesrv_addr, "--topic", "TBW102"]) == 0
     assert "ready: " in capsys.readouterr().out
     assert main([gateway.namesrv_addr, "--brokers", "2"]) == 1
     assert "not ready" in capsys.readouterr().err
+    assert main([gateway.namesrv_addr, "--broker-name", "broker-a", "--broker-id", "1"]) == 1
+    assert "no broker id 1" in capsys.readouterr().err
 
 
 def closed_port() -> int:

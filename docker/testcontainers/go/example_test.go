@@ -133,3 +133,39 @@ func TestProducerRetriesThroughTooManyRequests(t *testing.T) {
 		t.Errorf("stored once as %s: %+v", receipts[0].MessageID, messages)
 	}
 }
+
+func TestSlaveHoldsWhatItsMasterStored(t *testing.T) {
+	ctx := context.Background()
+	image := os.Getenv("RMQ_GATEWAY_IMAGE")
+	if image == "" {
+		image = rmqgateway.DefaultImage
+	}
+	// a slave of the package's container; ready once registered under brokerId 1
+	slave, err := rmqgateway.Run(ctx, image, rmqgateway.WithSlaveOf(gateway),
+		rmqgateway.WithTopic("go-orders", 4, rmqgateway.Normal))
+	if slave != nil {
+		t.Cleanup(func() { _ = testcontainers.TerminateContainer(slave) })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slave.NamesrvAddr() != gateway.NamesrvAddr() {
+		t.Errorf("the slave's NameServer %s, its master's %s", slave.NamesrvAddr(), gateway.NamesrvAddr())
+	}
+	producer := startProducer(t, "go-orders")
+	receipts, err := producer.Send(ctx, &rmq.Message{Topic: "go-orders", Body: []byte("order 8: replicated")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onMaster, err := gateway.AwaitMessages(ctx, "go-orders", 1, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onSlave, err := slave.AwaitMessages(ctx, "go-orders", len(onMaster), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if find(onSlave, receipts[0].MessageID) == nil {
+		t.Errorf("message %s not among the slave's %+v", receipts[0].MessageID, onSlave)
+	}
+}

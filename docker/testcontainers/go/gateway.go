@@ -15,6 +15,16 @@
 // port of 127.0.0.1 only, the broker advertising 127.0.0.1. Ready means the image's HEALTHCHECK
 // (a protocol probe: the NameServer answers and the broker has registered) passed.
 //
+// A classic master/slave pair: a second container started with WithSlaveOf(master) runs only a
+// broker of the master's brokerName (brokerId=1, brokerRole=SLAVE, slaveReadEnable=true)
+// registering to the master's NameServer; it finds the master's HA port (listen port + 1, on
+// 127.0.0.1) in its registration answer, and is ready once registered under brokerId 1 (the
+// image's HEALTHCHECK checks that for a slave). The NameServer runs in the master's container.
+//
+//	master, err := rmqgateway.Run(ctx, img, rmqgateway.WithBrokerProperty("brokerRole", "SYNC_MASTER"))
+//	slave, err := rmqgateway.Run(ctx, img, rmqgateway.WithSlaveOf(master))
+//	slave.AwaitMessages(ctx, "orders", 1, 10*time.Second)                         // what the slave holds
+//
 // Where the Ryuk reaper image cannot be pulled, set TESTCONTAINERS_RYUK_DISABLED=true and
 // terminate the container yourself (testcontainers.TerminateContainer).
 package rmqgateway
@@ -60,10 +70,18 @@ const (
 type Container struct {
 	testcontainers.Container
 	namesrvPort, brokerPort, grpcPort, controlPort int
+	// namesrvAddr is a slave's: its master's NameServer ("": the container's own).
+	namesrvAddr, brokerName string
 }
 
 // NamesrvAddr is 127.0.0.1:port of the NameServer: a remoting client's namesrvAddr.
-func (c *Container) NamesrvAddr() string { return hostPort(c.namesrvPort) }
+// A slave's is its master's.
+func (c *Container) NamesrvAddr() string {
+	if c.namesrvAddr != "" {
+		return c.namesrvAddr
+	}
+	return hostPort(c.namesrvPort)
+}
 
 // GrpcEndpoint is 127.0.0.1:port of the gRPC endpoint: a RocketMQ 5 gRPC client's Endpoint.
 func (c *Container) GrpcEndpoint() string { return hostPort(c.grpcPort) }
@@ -108,6 +126,30 @@ func WithBrokerProperty(key, value string) testcontainers.CustomizeRequestOption
 	return testcontainers.WithEnv(map[string]string{"RMQ_PROP_" + key: value})
 }
 
+// WithBrokerName sets the broker's brokerName (default broker-a).
+func WithBrokerName(name string) testcontainers.CustomizeRequestOption {
+	return testcontainers.WithEnv(map[string]string{"BROKER_NAME": name})
+}
+
+// WithSlaveOf makes the container the slave of the running master: only a broker, of the
+// master's brokerName, with brokerId=1, brokerRole=SLAVE and slaveReadEnable=true, registering
+// to the master's NameServer. Declare the master's topics on the slave too (WithTopic).
+func WithSlaveOf(master *Container) testcontainers.CustomizeRequestOption {
+	return func(req *testcontainers.GenericContainerRequest) error {
+		if master == nil || master.Container == nil {
+			return fmt.Errorf("rmqgateway: the slave's master is not running")
+		}
+		req.Cmd = []string{"broker"}
+		return testcontainers.WithEnv(map[string]string{
+			"NAMESRV_ADDR":             master.NamesrvAddr(),
+			"BROKER_NAME":              master.brokerName,
+			"RMQ_PROP_brokerId":        "1",
+			"RMQ_PROP_brokerRole":      "SLAVE",
+			"RMQ_PROP_slaveReadEnable": "true",
+		})(req)
+	}
+}
+
 func appendEnv(req *testcontainers.GenericContainerRequest, key, sep, value string) error {
 	if req.Env == nil {
 		req.Env = map[string]string{}
@@ -144,7 +186,19 @@ func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustom
 		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) { hc.NetworkMode = "host" }),
 		testcontainers.WithWaitStrategy(wait.ForHealthCheck().WithStartupTimeout(StartupTimeout)),
 	}
-	ctr, err := testcontainers.Run(ctx, img, append(base, opts...)...)
+	// last: what the options left, for NamesrvAddr and a later WithSlaveOf
+	learn := testcontainers.CustomizeRequestOption(func(req *testcontainers.GenericContainerRequest) error {
+		c.brokerName = req.Env["BROKER_NAME"]
+		if c.brokerName == "" {
+			c.brokerName = "broker-a"
+		}
+		if len(req.Cmd) > 0 && req.Cmd[0] == "broker" {
+			c.namesrvAddr = req.Env["NAMESRV_ADDR"]
+		}
+		return nil
+	})
+	all := append(append(base, opts...), learn)
+	ctr, err := testcontainers.Run(ctx, img, all...)
 	if ctr != nil {
 		c.Container = ctr
 	}

@@ -37,6 +37,20 @@ import org.testcontainers.utility.DockerImageName;
  * <p>Ready means what a client needs: the image's HEALTHCHECK, a protocol probe that passes once
  * the NameServer answers and the broker has registered (and the declared topics exist).
  *
+ * <p>A classic master/slave pair: a second container made the slave of the first with
+ * {@link #withSlaveOf}: it runs only a broker of the same {@code brokerName} ({@code brokerId=1},
+ * {@code brokerRole=SLAVE}, {@code slaveReadEnable=true}) registering to the master's NameServer,
+ * and is ready once registered under {@code brokerId} 1 (the image's HEALTHCHECK checks that for
+ * a slave). The NameServer runs in the master's container, so stopping the master stops route
+ * lookups too; for a master failing, the Python {@code RocketMQGatewayPair} and
+ * {@code docker/compose-ha.yaml} run the NameServer in a container of its own.
+ *
+ * <pre>{@code
+ * static final RocketMQGatewayContainer MASTER = new RocketMQGatewayContainer()
+ *         .withBrokerProperty("brokerRole", "SYNC_MASTER").withTopic("orders", 4, TopicType.NORMAL);
+ * static final RocketMQGatewayContainer SLAVE = new RocketMQGatewayContainer().withSlaveOf(MASTER);
+ * }</pre>
+ *
  * <p>Where the Ryuk reaper image cannot be pulled, set {@code TESTCONTAINERS_RYUK_DISABLED=true};
  * the JUnit extension (or {@link #stop()}) removes the container.
  */
@@ -55,6 +69,8 @@ public class RocketMQGatewayContainer extends GenericContainer<RocketMQGatewayCo
     private final int controlPort = freePort(0);
     private final List<String> topics = new ArrayList<>();
     private final List<String> groups = new ArrayList<>();
+    private String brokerName = "broker-a";
+    private String namesrvAddr; // a slave's: its master's NameServer; null: this container's own
 
     /** The image named by the system property {@code rmq.gateway.image}, else {@value #DEFAULT_IMAGE}. */
     public RocketMQGatewayContainer() {
@@ -99,6 +115,32 @@ public class RocketMQGatewayContainer extends GenericContainer<RocketMQGatewayCo
         return self();
     }
 
+    /** Sets the broker's {@code brokerName} (default {@code broker-a}). Call before the container starts. */
+    public RocketMQGatewayContainer withBrokerName(String name) {
+        brokerName = name;
+        return withEnv("BROKER_NAME", name);
+    }
+
+    /**
+     * Makes this container the slave of {@code master} (started first, as a dependency): only a
+     * broker, of the master's {@code brokerName}, with {@code brokerId=1}, {@code brokerRole=SLAVE}
+     * and {@code slaveReadEnable=true}, registering to the master's NameServer; it finds the
+     * master's HA port (listen port + 1, on 127.0.0.1) in its registration answer. The master's
+     * declared topics and groups are declared here too. Call before the container starts.
+     */
+    public RocketMQGatewayContainer withSlaveOf(RocketMQGatewayContainer master) {
+        namesrvAddr = master.getNamesrvAddr();
+        topics.addAll(master.topics);
+        groups.addAll(master.groups);
+        dependsOn(master);
+        withCommand("broker");
+        withEnv("NAMESRV_ADDR", namesrvAddr);
+        withBrokerName(master.brokerName);
+        withBrokerProperty("brokerId", "1");
+        withBrokerProperty("brokerRole", "SLAVE");
+        return withBrokerProperty("slaveReadEnable", "true");
+    }
+
     /** Sets a broker property by its Java broker.conf key, e.g. {@code ("flushDiskType", "SYNC_FLUSH")}. */
     public RocketMQGatewayContainer withBrokerProperty(String key, String value) {
         return withEnv("RMQ_PROP_" + key, value);
@@ -115,9 +157,9 @@ public class RocketMQGatewayContainer extends GenericContainer<RocketMQGatewayCo
         }
     }
 
-    /** {@code 127.0.0.1:port} of the NameServer: a remoting client's {@code namesrvAddr}. */
+    /** {@code 127.0.0.1:port} of the NameServer (a slave's: its master's), a client's {@code namesrvAddr}. */
     public String getNamesrvAddr() {
-        return LOOPBACK + ":" + namesrvPort;
+        return namesrvAddr != null ? namesrvAddr : LOOPBACK + ":" + namesrvPort;
     }
 
     /** {@code 127.0.0.1:port} of the gRPC endpoint: a RocketMQ 5 gRPC client's endpoints. */

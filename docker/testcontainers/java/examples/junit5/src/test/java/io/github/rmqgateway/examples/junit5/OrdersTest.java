@@ -33,7 +33,8 @@ import org.testcontainers.junit.jupiter.Testcontainers;
 
 /**
  * One gateway container for the whole class (a static {@code @Container}), two declared topics,
- * and the unmodified RocketMQ 5.3.3 producer and push consumer.
+ * and the unmodified RocketMQ 5.3.3 producer and push consumer; one test starts a master/slave
+ * pair of its own ({@link RocketMQGatewayContainer#withSlaveOf}).
  */
 @Testcontainers
 class OrdersTest {
@@ -91,6 +92,39 @@ class OrdersTest {
         assertEquals("TagPaid", paid.tags());
         assertEquals("EUR", paid.property("currency"));
         assertEquals("paid 42", paid.body());
+    }
+
+    @Test
+    void slaveStoresWhatItsSyncMasterAcknowledged() throws Exception {
+        // inSyncReplicas=2: a SYNC_MASTER answers SEND_OK once the slave holds the message
+        try (RocketMQGatewayContainer master = new RocketMQGatewayContainer()
+                        .withBrokerName("broker-ha")
+                        .withBrokerProperty("brokerRole", "SYNC_MASTER")
+                        .withBrokerProperty("inSyncReplicas", "2")
+                        .withTopic("replicated", 2, TopicType.NORMAL);
+                RocketMQGatewayContainer slave = new RocketMQGatewayContainer().withSlaveOf(master)) {
+            slave.start(); // starts the master first (a dependency); ready once brokerId 1 is registered
+            DefaultMQProducer haProducer = new DefaultMQProducer("haProducer");
+            haProducer.setNamesrvAddr(master.getNamesrvAddr());
+            haProducer.start();
+            Set<String> sentIds = new HashSet<>();
+            try {
+                for (int i = 0; i < 5; i++) {
+                    Message message = new Message("replicated", ("copy " + i).getBytes(StandardCharsets.UTF_8));
+                    SendResult result = haProducer.send(message);
+                    assertEquals(SendStatus.SEND_OK, result.getSendStatus());
+                    assertEquals("broker-ha", result.getMessageQueue().getBrokerName());
+                    sentIds.add(result.getMsgId());
+                }
+            } finally {
+                haProducer.shutdown();
+            }
+            Set<String> onSlave = new HashSet<>();
+            for (StoredMessage message : slave.awaitMessages("replicated", 5, Duration.ofSeconds(10))) {
+                onSlave.add(message.msgId());
+            }
+            assertEquals(sentIds, onSlave);
+        }
     }
 
     @Test
