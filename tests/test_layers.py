@@ -64,6 +64,7 @@ MAY_WAIT = frozenset(
         "broker.pop.service",  # the revive loop
         "broker.pop.notification",  # NOTIFICATION waits like a POP for an arrival or its poll time
         "broker.grpc.consumer",  # ReceiveMessage long-polls through the POP processor
+        "broker.grpc.lite",  # a lite consumer's ReceiveMessage long-polls over its lite queues
         "broker.grpc.renewer",  # the loop renewing push consumers' receipt handles
         "broker.grpc.service",  # the gRPC method table, which holds ReceiveMessage
         "broker.ha.service",  # the master's HA port: slave connections, SYNC_MASTER waits for acks

@@ -17,8 +17,6 @@ from broker.grpc.client import ClientActivity
 from broker.grpc.common import ClientContext
 from broker.grpc.lite import LiteActivity
 from broker.lite import to_lmq_name
-from broker.pop.records import PopConfig
-from broker.service.consume import ConsumeService
 from broker.subscription_group_manager import SubscriptionGroupConfig
 from codec.bodies.register import TopicConfig
 from codec.properties import decode_properties
@@ -198,6 +196,7 @@ class StreamCall:
     def __init__(self, client_id: str, settings: pb.Settings, reset: bool) -> None:
         self.metadata = {"x-mq-client-id": client_id}
         self.peer = "127.0.0.1:1"
+        self.connection_id = 1
         self.inbound = [pb.TelemetryCommand(settings=settings).SerializeToString()]
         self.sent: list[bytes] = []
         self.reset = reset
@@ -228,7 +227,7 @@ async def test_a_cancelled_telemetry_stream_drops_the_clients_lite_subscriptions
         add_resources(app)
         broker = app.controller
         clients = ClientActivity(broker)
-        lite = LiteActivity(broker, ConsumeService(broker, PopConfig()))
+        lite = LiteActivity(broker, app.broker.services.consume)
         clients.on_termination = lite.forget
         for client_id in ("half-closed", "cancelled"):
             ctx = ClientContext(client_id, "127.0.0.1:1", "PYTHON", "5.1.2", {})
