@@ -28,7 +28,7 @@ stamp=${stamp%-}
 if [ ! -f "$stamp" ] && [ ! -f "$full" ]; then
   # pip's and the build backend's chatter goes to a log, shown only when the install fails
   if [ -n "$EXTRAS" ]; then
-    { [ -x .venv/bin/pip ] || .venv/bin/python -m ensurepip; } >.venv/pip-install.log 2>&1 &&
+    { [ -x .venv/bin/pip ] || .venv/bin/python -m ensurepip --default-pip; } >.venv/pip-install.log 2>&1 &&
       venv_pip install --disable-pip-version-check -e ".[$EXTRAS]" >>.venv/pip-install.log 2>&1 ||
       { tail -40 .venv/pip-install.log >&2; echo "setup: pip install failed (.venv/pip-install.log)" >&2; exit 1; }
     rm -f .venv/.installed-*
