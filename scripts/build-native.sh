@@ -25,7 +25,8 @@ fi
 if ! command -v "${CC:-cc}" >/dev/null; then
   echo "setup: no C compiler (${CC:-cc}): the pure-Python modules run" >&2
 elif ! { .venv/bin/python -c 'import mypyc' 2>/dev/null ||
-  .venv/bin/pip install --disable-pip-version-check $(native_requirements); } >build/native/build.log 2>&1 ||
+  { { [ -x .venv/bin/pip ] || .venv/bin/python -m ensurepip --default-pip; } &&  # scripts/run's venv has none
+    .venv/bin/pip install --disable-pip-version-check $(native_requirements); }; } >build/native/build.log 2>&1 ||
   ! native build >>build/native/build.log 2>&1; then
   echo "setup: mypyc compile failed (build/native/build.log): the pure-Python modules run" >&2
 else

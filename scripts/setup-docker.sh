@@ -87,7 +87,7 @@ ensure_gateway() {
   rm -rf "$context"
   mkdir -p "$context/wheels"
   py=python3
-  [ -x .venv/bin/python ] && py=.venv/bin/python
+  [ -x .venv/bin/pip ] && py=.venv/bin/python  # scripts/run's venv has no pip of its own
   "$py" -m pip wheel -q --wheel-dir "$context/wheels" . >/tmp/rmq-docker-wheels.log 2>&1 ||
     { tail -20 /tmp/rmq-docker-wheels.log >&2; die "pip wheel failed"; }
   cp docker/entrypoint.sh "$context/"

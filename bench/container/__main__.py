@@ -9,9 +9,12 @@
 * a fresh clone (``--clone``): ``git clone`` of this checkout's HEAD into a temporary directory,
   then its ``scripts/run`` (virtualenv, the runtime dependencies from pip's cache, the gRPC
   classes generated, the hot path's compile started in the background) to its ``ready: `` line.
-  The gateway runs with a temporary HOME (pip keeps this user's cache); once it is ready it is
-  stopped, and so is the background compile (every process whose working directory is in the
-  clone), so the machine is left as it was.
+  The gateway runs with a temporary HOME (pip keeps this user's cache; ``--cold-pip-cache``: an
+  empty one, as on a fresh machine, so every dependency is downloaded); once it is ready it is
+  stopped, and so are the background jobs (the compile; every process whose working directory is
+  in the clone), so the machine is left as it was;
+* Docker's own floor on this machine: as many ``docker run`` of the same image with ``true`` as
+  its command (create, start, exit, no Python), timed the same way through the Docker API.
 
 The load average is printed before and after, with the other processes' CPU share while it ran.
 ``--out PREFIX`` writes ``PREFIX.json`` and ``PREFIX.md``. Bounded: each start has a timeout,
@@ -56,7 +59,23 @@ def container_starts(count: int, image: str) -> list[float]:
     return times
 
 
-def fresh_clone_run(timeout_s: float) -> dict[str, Any]:
+def docker_floor(count: int, image: str) -> list[float]:
+    """Seconds of ``docker run`` of ``image`` with ``true`` as its command, to its exit, each removed."""
+    from testcontainers.core.docker_client import DockerClient
+
+    client = DockerClient().client  # docker-py's client, as RocketMQGatewayContainer uses it
+    times = []
+    for _ in range(count):
+        began = time.monotonic()
+        container = client.containers.create(image, entrypoint=["true"], network_mode="host")
+        container.start()
+        container.wait()
+        times.append(time.monotonic() - began)
+        container.remove(v=True, force=True)
+    return times
+
+
+def fresh_clone_run(timeout_s: float, *, cold_pip_cache: bool = False) -> dict[str, Any]:
     """Clone HEAD, run its ``scripts/run`` on free ports to ``ready``; the seconds of each step."""
     with tempfile.TemporaryDirectory(prefix="rmq-clone-") as tmp:
         clone = Path(tmp) / "rocketmq-gateway"
@@ -65,7 +84,8 @@ def fresh_clone_run(timeout_s: float) -> dict[str, Any]:
         cloned = time.monotonic() - began
         home = Path(tmp) / "home"
         home.mkdir()
-        env = {**os.environ, "HOME": str(home), "PIP_CACHE_DIR": str(Path.home() / ".cache" / "pip")}
+        pip_cache = Path(tmp) / "pip-cache" if cold_pip_cache else Path.home() / ".cache" / "pip"
+        env = {**os.environ, "HOME": str(home), "PIP_CACHE_DIR": str(pip_cache)}
         env.pop("RMQ_GATEWAY_PURE", None)  # as a user runs it: the compile starts in the background
         env.pop("VIRTUAL_ENV", None)
         argv = [
@@ -106,6 +126,7 @@ def fresh_clone_run(timeout_s: float) -> dict[str, Any]:
         return {
             "clone_s": round(cloned, 3),
             "run_to_ready_s": round(ready_s, 3),
+            "pip_cache": "cold" if cold_pip_cache else "warm",
             "background_processes_stopped": stopped,
             "setup_lines": [line for line in lines if line.startswith("setup:")],
         }
@@ -114,8 +135,11 @@ def fresh_clone_run(timeout_s: float) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.container", description=__doc__.split("\n")[0])
     parser.add_argument("--starts", type=int, default=20, help="container starts (default 20)")
-    parser.add_argument("--image", default="rmq-gateway:local")
+    parser.add_argument("--image", default=os.environ.get("RMQ_GATEWAY_IMAGE", "rmq-gateway:local"))
     parser.add_argument("--clone", action="store_true", help="also time a fresh clone's scripts/run")
+    parser.add_argument(
+        "--cold-pip-cache", action="store_true", help="the clone's pip starts with an empty cache"
+    )
     parser.add_argument("--clone-timeout", type=float, default=900.0, help="seconds (default 900)")
     parser.add_argument("--out", metavar="PREFIX", help="write PREFIX.json and PREFIX.md")
     args = parser.parse_args(argv)
@@ -127,9 +151,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"container cold start to protocol-ready, {args.starts} starts of {args.image}:", flush=True)
     times = container_starts(args.starts, args.image)
     result["container"] = {"image": args.image, "starts_s": [round(t, 3) for t in times], **summary(times)}
+    print(f"docker's floor, {args.starts} runs of {args.image} with `true`:", flush=True)
+    floor = docker_floor(args.starts, args.image)
+    result["docker_floor"] = {"starts_s": [round(t, 3) for t in floor], **summary(floor)}
     if args.clone:
         print("fresh clone, scripts/run to ready:", flush=True)
-        result["fresh_clone"] = fresh_clone_run(args.clone_timeout)
+        result["fresh_clone"] = fresh_clone_run(args.clone_timeout, cold_pip_cache=args.cold_pip_cache)
     result["after"] = machine()
     result["head"] = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=False
@@ -157,11 +184,19 @@ def report(result: dict[str, Any]) -> str:
         f"| container `docker run` to protocol-ready (s) | {c['median']:.2f} | {c['p95']:.2f} | "
         f"{c['min']:.2f} | {c['max']:.2f} | {c['n']} |",
     ]
+    floor = result.get("docker_floor")
+    if floor is not None:
+        lines.append(
+            f"| Docker's floor: `docker run` of the image with `true` to its exit (s) | "
+            f"{floor['median']:.2f} | {floor['p95']:.2f} | {floor['min']:.2f} | {floor['max']:.2f} | "
+            f"{floor['n']} |"
+        )
     clone = result.get("fresh_clone")
     if clone is not None:
         lines += [
             f"| fresh clone: `git clone` (s) | {clone['clone_s']:.2f} | | | | 1 |",
-            f"| fresh clone: `scripts/run` to `ready` (s) | {clone['run_to_ready_s']:.2f} | | | | 1 |",
+            f"| fresh clone: `scripts/run` to `ready`, {clone.get('pip_cache', 'warm')} pip cache (s) | "
+            f"{clone['run_to_ready_s']:.2f} | | | | 1 |",
         ]
     return "\n".join(lines)
 

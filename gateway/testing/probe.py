@@ -35,7 +35,7 @@ from codec.errors import RocketMQError
 from codec.frame import FrameDecoder, encode_frame
 
 CONNECT_TIMEOUT_S = 2.0  # one probe attempt; a healthy NameServer answers in milliseconds
-POLL_INTERVAL_S = 0.05  # between attempts of wait_ready
+POLL_INTERVAL_S = 0.01  # between attempts of wait_ready: a refused connect costs ~0.1 ms
 RECV_CHUNK = 64 * 1024
 
 _opaques = itertools.count(1)
