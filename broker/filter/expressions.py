@@ -115,13 +115,19 @@ class Property(Expression):
         return self.name
 
 
-class Negate(Expression):
-    """Unary minus: numbers only, anything else (a string property) is null."""
+class Unary(Expression):
+    """``UnaryExpression``: an operator applied to one operand, ``right``."""
 
     __slots__ = ("right",)
 
     def __init__(self, right: Expression) -> None:
         self.right = right
+
+
+class Negate(Unary):
+    """Unary minus: numbers only, anything else (a string property) is null."""
+
+    __slots__ = ()
 
     def evaluate(self, context: Context) -> JavaValue:
         value = self.right.evaluate(context)
@@ -135,12 +141,9 @@ class Negate(Expression):
         return f"(- {self.right})"
 
 
-class Not(Expression):
-    __slots__ = ("right",)
+class Not(Unary):
+    __slots__ = ()
     is_boolean = True
-
-    def __init__(self, right: Expression) -> None:
-        self.right = right
 
     def evaluate(self, context: Context) -> JavaValue:
         value = self.right.evaluate(context)
@@ -150,14 +153,11 @@ class Not(Expression):
         return f"(NOT {self.right})"
 
 
-class BooleanCast(Expression):
+class BooleanCast(Unary):
     """A property used as a condition: TRUE only for a Boolean value, which properties never are."""
 
-    __slots__ = ("right",)
+    __slots__ = ()
     is_boolean = True
-
-    def __init__(self, right: Expression) -> None:
-        self.right = right
 
     def evaluate(self, context: Context) -> JavaValue:
         value = self.right.evaluate(context)
