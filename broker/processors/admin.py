@@ -27,7 +27,7 @@ from broker.topic_config_manager import (
 from codec import fastjson
 from codec.bodies.lock import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
 from codec.bodies.register import TopicConfig
-from codec.codes import LanguageCode, RequestCode, ResponseCode
+from codec.codes import RequestCode, ResponseCode, language_name
 from codec.command import RemotingCommand
 from codec.errors import RocketMQError
 from codec.headers.admin import (
@@ -49,14 +49,10 @@ def _mq_key(topic: str, broker_name: str, queue_id: int) -> dict[str, Any]:
 
 def _connection(channel: ClientChannel) -> dict[str, Any]:
     """``Connection`` of a consumer or producer connection list."""
-    try:
-        language = LanguageCode(channel.language).name
-    except ValueError:
-        language = LanguageCode.OTHER.name
     return {
         "clientAddr": channel.connection.remote_addr,
         "clientId": channel.client_id,
-        "language": language,
+        "language": language_name(channel.language),
         "version": channel.version,
     }
 

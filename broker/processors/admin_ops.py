@@ -40,7 +40,7 @@ from broker.topic_config_manager import (
 )
 from codec import fastjson
 from codec.bodies.register import TopicConfig
-from codec.codes import LanguageCode, RequestCode, ResponseCode
+from codec.codes import RequestCode, ResponseCode, language_name
 from codec.command import RemotingCommand
 from codec.errors import CodecError, RocketMQError
 from codec.headers.admin import QueryConsumeQueueRequestHeader
@@ -183,22 +183,16 @@ class AdminOpsProcessor:
         """``ProducerTableInfo``: every producer channel by group."""
         data: dict[str, list[dict[str, Any]]] = {}
         for group, channels in self.broker.clients.producers.items():
-            infos = []
-            for channel in channels.values():
-                try:
-                    language = LanguageCode(channel.language).name
-                except ValueError:
-                    language = LanguageCode.OTHER.name
-                infos.append(
-                    {
-                        "clientId": channel.client_id,
-                        "remoteIP": f"/{channel.connection.remote_addr}",
-                        "language": language,
-                        "version": channel.version,
-                        "lastUpdateTimestamp": channel.last_update_ms,
-                    }
-                )
-            data[group] = infos
+            data[group] = [
+                {
+                    "clientId": channel.client_id,
+                    "remoteIP": f"/{channel.connection.remote_addr}",
+                    "language": language_name(channel.language),
+                    "version": channel.version,
+                    "lastUpdateTimestamp": channel.last_update_ms,
+                }
+                for channel in channels.values()
+            ]
         return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps({"data": data}))
 
     def query_consume_queue(
