@@ -35,7 +35,7 @@ from broker.ha.runtime_info import master_runtime_info
 from broker.subscription_group_manager import SubscriptionGroupConfig
 from broker.topic_attributes import requested_attributes
 from broker.topic_config_manager import (
-    is_valid_group,
+    validate_group,
     validate_topic_config,
 )
 from codec import fastjson
@@ -101,11 +101,7 @@ class AdminOpsProcessor:
         )
         for topic in topics:
             validate_topic_config(topic)  # refusals raise TopicValidationError (INVALID_PARAMETER)
-            if self.broker.topics.is_system(topic.topic_name):
-                raise RocketMQError(
-                    f"The topic[{topic.topic_name}] is conflict with system topic.",
-                    response_code=ResponseCode.INVALID_PARAMETER,
-                )
+            self.broker.topics.refuse_system(topic.topic_name)
             existing = self.broker.topics.select(topic.topic_name)
             topic.attributes = requested_attributes(topic.attributes, existing)
         for topic in topics:
@@ -129,10 +125,7 @@ class AdminOpsProcessor:
             ctx.connection.remote_addr,
         )
         for group in groups:
-            if not is_valid_group(group.group_name):
-                raise RocketMQError(
-                    f"invalid group name {group.group_name!r}", response_code=ResponseCode.INVALID_PARAMETER
-                )
+            validate_group(group.group_name)
         for group in groups:
             self.broker.groups.update(group)
         return request.make_response(ResponseCode.SUCCESS)
