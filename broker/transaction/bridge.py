@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import logging
 
-from codec.errors import CodecError
 from codec.hashing import java_hashmap_order
-from codec.message import MessageRecord, MessageSysFlag, decode_record, make_system_record
+from codec.message import MessageRecord, MessageSysFlag, make_system_record
 from codec.properties import (
     REAL_QID,
     REAL_TOPIC,
@@ -122,13 +121,3 @@ def committed_message(
         sys_flag=reset_transaction_type(half.sys_flag, kind),
         prepared_transaction_offset=prepared_offset,
     )
-
-
-def decode_or_none(data: bytes | None, where: int) -> MessageRecord | None:
-    if data is None:
-        return None
-    try:
-        return decode_record(data)
-    except CodecError as err:
-        logger.error("transaction record at commit-log offset %d is unreadable: %s", where, err)
-        return None
