@@ -56,7 +56,7 @@ from prometheus_client.registry import Collector
 
 from broker.controller import BrokerController
 from broker.stats import BrokerStats
-from codec.codes import LanguageCode, request_code_name, response_code_name
+from codec.codes import language_name, request_code_name, response_code_name
 from codec.command import RemotingCommand
 from codec.properties import DELAY, REAL_TOPIC, TRAN_MSG
 from codec.versions import version_desc
@@ -353,10 +353,6 @@ def _system_group(group: str) -> bool:
 def _connection_counts(channels: Iterable[Any]) -> dict[tuple[str, str], int]:
     counts: dict[tuple[str, str], int] = {}
     for channel in list(channels):
-        try:
-            language = LanguageCode(channel.language).name.lower()
-        except ValueError:
-            language = "other"
-        key = (language, version_desc(channel.version).lower())
+        key = (language_name(channel.language).lower(), version_desc(channel.version).lower())
         counts[key] = counts.get(key, 0) + 1
     return counts

@@ -126,6 +126,13 @@ def is_valid_group(group: str) -> bool:
     return bool(group) and len(group) <= GROUP_MAX_LENGTH and bool(_VALID_NAME.match(group))
 
 
+def validate_group(group: str) -> None:
+    """Raise :class:`TopicValidationError` (INVALID_PARAMETER) for a group name an admin request
+    may not create (:func:`is_valid_group`)."""
+    if not is_valid_group(group):
+        raise TopicValidationError(f"invalid group name {group!r}")
+
+
 def retry_topic(group: str) -> str:
     return RETRY_GROUP_TOPIC_PREFIX + group
 
@@ -184,6 +191,12 @@ class TopicConfigManager:
     def is_system(self, topic: str) -> bool:
         """``TopicValidator.isSystemTopic`` with the topics this broker created at start."""
         return topic in self.system_topics or topic.startswith(SYSTEM_TOPIC_PREFIX)
+
+    def refuse_system(self, topic: str) -> None:
+        """Raise :class:`TopicValidationError` (INVALID_PARAMETER) for a system topic, with the
+        remark ``AdminBrokerProcessor`` gives when an admin request would create or delete one."""
+        if self.is_system(topic):
+            raise TopicValidationError(f"The topic[{topic}] is conflict with system topic.")
 
     # -- persistence -----------------------------------------------------------------------------
 

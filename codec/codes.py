@@ -283,6 +283,15 @@ def request_code_name(code: int) -> str:
         return str(code)
 
 
+def language_name(code: int) -> str:
+    """Name of a client's language code, as Java's connection views show it; ``OTHER`` for a code
+    this table does not know (a newer client)."""
+    try:
+        return LanguageCode(code).name
+    except ValueError:
+        return LanguageCode.OTHER.name
+
+
 def response_code_name(code: int) -> str:
     """Name of a response code for logs, or the number itself when unknown."""
     try:

@@ -98,14 +98,30 @@ class _LenientParser:
         if self.depth > self._MAX_DEPTH:
             raise self.fail("nesting too deep")
 
+    def _leave_at(self, close: str) -> bool:
+        """Consume ``close`` and leave the object or array when it comes next."""
+        if self.text.startswith(close, self.pos):
+            self.pos += 1
+            self.depth -= 1
+            return True
+        return False
+
+    def _more(self, close: str) -> bool:
+        """After an item: True past a comma, False past ``close`` (the container is left)."""
+        self.skip_ws()
+        if self.text.startswith(",", self.pos):
+            self.pos += 1
+            return True
+        if self._leave_at(close):
+            return False
+        raise self.fail(f"expected ',' or '{close}'")
+
     def obj(self) -> dict[str, Any]:
         self._enter()
         self.pos += 1
         out: dict[str, Any] = {}
         self.skip_ws()
-        if self.text.startswith("}", self.pos):
-            self.pos += 1
-            self.depth -= 1
+        if self._leave_at("}"):
             return out
         while True:
             self.skip_ws()
@@ -115,15 +131,8 @@ class _LenientParser:
                 raise self.fail("expected ':'")
             self.pos += 1
             out[key] = self.value()
-            self.skip_ws()
-            if self.text.startswith(",", self.pos):
-                self.pos += 1
-                continue
-            if self.text.startswith("}", self.pos):
-                self.pos += 1
-                self.depth -= 1
+            if not self._more("}"):
                 return out
-            raise self.fail("expected ',' or '}'")
 
     def key(self) -> str:
         if self.pos >= len(self.text):
@@ -145,21 +154,12 @@ class _LenientParser:
         self.pos += 1
         out: list[Any] = []
         self.skip_ws()
-        if self.text.startswith("]", self.pos):
-            self.pos += 1
-            self.depth -= 1
+        if self._leave_at("]"):
             return out
         while True:
             out.append(self.value())
-            self.skip_ws()
-            if self.text.startswith(",", self.pos):
-                self.pos += 1
-                continue
-            if self.text.startswith("]", self.pos):
-                self.pos += 1
-                self.depth -= 1
+            if not self._more("]"):
                 return out
-            raise self.fail("expected ',' or ']'")
 
     def string(self) -> str:
         # Find the closing quote, then let orjson do the unescaping of this one literal.

@@ -222,6 +222,25 @@ class MessageRecord:
             raise MessageFormatError(f"compressed body does not inflate: {err}") from err
 
 
+def make_system_record(
+    topic: str, queue_id: int, body: bytes, properties: str, now_ms: int, host: bytes, port: int
+) -> MessageRecord:
+    """A record the broker writes for itself into one of its system topics (a POP checkpoint or
+    ack, a transaction's op message): born now at the broker's own address, which is also the
+    store host, as Java's ``buildCkMsg`` and ``makeOpMessageInner`` set both."""
+    return MessageRecord(
+        topic=topic,
+        queue_id=queue_id,
+        body=body,
+        properties=properties,
+        born_timestamp=now_ms,
+        born_host=host,
+        born_port=port,
+        store_host=host,
+        store_port=port,
+    )
+
+
 def body_crc_of(body: bytes | bytearray | memoryview) -> int:
     return body_crc32(body)
 

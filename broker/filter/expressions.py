@@ -115,13 +115,19 @@ class Property(Expression):
         return self.name
 
 
-class Negate(Expression):
-    """Unary minus: numbers only, anything else (a string property) is null."""
+class Unary(Expression):
+    """``UnaryExpression``: an operator applied to one operand, ``right``."""
 
     __slots__ = ("right",)
 
     def __init__(self, right: Expression) -> None:
         self.right = right
+
+
+class Negate(Unary):
+    """Unary minus: numbers only, anything else (a string property) is null."""
+
+    __slots__ = ()
 
     def evaluate(self, context: Context) -> JavaValue:
         value = self.right.evaluate(context)
@@ -135,12 +141,9 @@ class Negate(Expression):
         return f"(- {self.right})"
 
 
-class Not(Expression):
-    __slots__ = ("right",)
+class Not(Unary):
+    __slots__ = ()
     is_boolean = True
-
-    def __init__(self, right: Expression) -> None:
-        self.right = right
 
     def evaluate(self, context: Context) -> JavaValue:
         value = self.right.evaluate(context)
@@ -150,14 +153,11 @@ class Not(Expression):
         return f"(NOT {self.right})"
 
 
-class BooleanCast(Expression):
+class BooleanCast(Unary):
     """A property used as a condition: TRUE only for a Boolean value, which properties never are."""
 
-    __slots__ = ("right",)
+    __slots__ = ()
     is_boolean = True
-
-    def __init__(self, right: Expression) -> None:
-        self.right = right
 
     def evaluate(self, context: Context) -> JavaValue:
         value = self.right.evaluate(context)
@@ -288,43 +288,48 @@ class Ordering(Expression):
         return f"({self.left} {self.symbol} {self.right})"
 
 
-class And(Expression):
+class Logic(Expression):
+    """``LogicExpression``: three-valued AND/OR over two boolean expressions.
+
+    ``deciding`` is the value that settles the answer from one side alone (FALSE for AND, TRUE
+    for OR); the right side is evaluated only when the left one does not settle it, and an unknown
+    side makes the answer unknown unless the other side settles it.
+    """
+
     __slots__ = ("left", "right")
     is_boolean = True
+    deciding: bool
+    symbol: str
 
     def __init__(self, left: Expression, right: Expression) -> None:
         self.left = left
         self.right = right
 
     def evaluate(self, context: Context) -> JavaValue:
+        deciding = self.deciding
         lv = self.left.evaluate(context)
-        if lv is False:
-            return False
+        if lv is deciding:
+            return deciding
         rv = self.right.evaluate(context)
-        if rv is False:
-            return False
-        return None if lv is None or rv is None else True
+        if rv is deciding:
+            return deciding
+        return None if lv is None or rv is None else not deciding
 
     def __str__(self) -> str:
-        return f"({self.left} && {self.right})"
+        return f"({self.left} {self.symbol} {self.right})"
 
 
-class Or(Expression):
-    __slots__ = ("left", "right")
-    is_boolean = True
+class And(Logic):
+    """``LogicExpression.createAND``."""
 
-    def __init__(self, left: Expression, right: Expression) -> None:
-        self.left = left
-        self.right = right
+    __slots__ = ()
+    deciding = False
+    symbol = "&&"
 
-    def evaluate(self, context: Context) -> JavaValue:
-        lv = self.left.evaluate(context)
-        if lv is True:
-            return True
-        rv = self.right.evaluate(context)
-        if rv is True:
-            return True
-        return None if lv is None or rv is None else False
 
-    def __str__(self) -> str:
-        return f"({self.left} || {self.right})"
+class Or(Logic):
+    """``LogicExpression.createOR``."""
+
+    __slots__ = ()
+    deciding = True
+    symbol = "||"

@@ -73,24 +73,24 @@ class JavaLong(int):
 JavaValue = JavaInt | JavaLong | float | bool | str | None
 
 
-def parse_int(text: str) -> JavaInt:
-    """``Integer.valueOf(text)``; raises :class:`JavaError` (NumberFormatException)."""
+def _parse_integer(text: str, low: int, high: int) -> int:
+    """Decimal digits with an optional sign, within ``low..high``; raises :class:`JavaError`."""
     if not _INTEGER.fullmatch(text):
         raise number_format_error(text)
     value = int(text)
-    if not INT_MIN <= value <= INT_MAX:
+    if not low <= value <= high:
         raise number_format_error(text)
-    return JavaInt(value)
+    return value
+
+
+def parse_int(text: str) -> JavaInt:
+    """``Integer.valueOf(text)``; raises :class:`JavaError` (NumberFormatException)."""
+    return JavaInt(_parse_integer(text, INT_MIN, INT_MAX))
 
 
 def parse_long(text: str) -> JavaLong:
     """``Long.valueOf(text)``; raises :class:`JavaError` (NumberFormatException)."""
-    if not _INTEGER.fullmatch(text):
-        raise number_format_error(text)
-    value = int(text)
-    if not LONG_MIN <= value <= LONG_MAX:
-        raise number_format_error(text)
-    return JavaLong(value)
+    return JavaLong(_parse_integer(text, LONG_MIN, LONG_MAX))
 
 
 def parse_double(text: str) -> float:

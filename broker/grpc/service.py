@@ -28,6 +28,11 @@ from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
 SERVICE = "apache.rocketmq.v2.MessagingService"
 
+#: The service's RPC names by the full name of their request message, as the .proto declares them.
+_METHOD_OF_REQUEST = {
+    rpc.input_type.full_name: rpc.name for rpc in pb.DESCRIPTOR.pool.FindServiceByName(SERVICE).methods
+}
+
 
 def path(method: str) -> str:
     return f"/{SERVICE}/{method}"
@@ -100,75 +105,67 @@ class MessagingService:
                 if self.faults is None
                 else receive_with_faults(consumer.receive_message, self.faults, path("ReceiveMessage"))
             )
-            methods[path("AckMessage")] = self._unary(
-                "AckMessage", pb.AckMessageRequest, pb.AckMessageResponse, consumer.ack_message
-            )
-            methods[path("ChangeInvisibleDuration")] = self._unary(
-                "ChangeInvisibleDuration",
-                pb.ChangeInvisibleDurationRequest,
-                pb.ChangeInvisibleDurationResponse,
-                consumer.change_invisible_duration,
-            )
-            methods[path("ForwardMessageToDeadLetterQueue")] = self._unary(
-                "ForwardMessageToDeadLetterQueue",
-                pb.ForwardMessageToDeadLetterQueueRequest,
-                pb.ForwardMessageToDeadLetterQueueResponse,
-                consumer.forward_message_to_dead_letter_queue,
+            methods.update(
+                (
+                    self._unary(pb.AckMessageRequest, pb.AckMessageResponse, consumer.ack_message),
+                    self._unary(
+                        pb.ChangeInvisibleDurationRequest,
+                        pb.ChangeInvisibleDurationResponse,
+                        consumer.change_invisible_duration,
+                    ),
+                    self._unary(
+                        pb.ForwardMessageToDeadLetterQueueRequest,
+                        pb.ForwardMessageToDeadLetterQueueResponse,
+                        consumer.forward_message_to_dead_letter_queue,
+                    ),
+                )
             )
         if self.lite is not None:
-            methods[path("SyncLiteSubscription")] = self._unary(
-                "SyncLiteSubscription",
-                pb.SyncLiteSubscriptionRequest,
-                pb.SyncLiteSubscriptionResponse,
-                self.lite.sync_lite_subscription,
+            methods.update(
+                (
+                    self._unary(
+                        pb.SyncLiteSubscriptionRequest,
+                        pb.SyncLiteSubscriptionResponse,
+                        self.lite.sync_lite_subscription,
+                    ),
+                )
             )
         return methods
 
     def _methods(self) -> dict[str, Handler]:
-        return {
-            path("QueryRoute"): self._unary(
-                "QueryRoute", pb.QueryRouteRequest, pb.QueryRouteResponse, self.route.query_route
-            ),
-            path("QueryAssignment"): self._unary(
-                "QueryAssignment",
-                pb.QueryAssignmentRequest,
-                pb.QueryAssignmentResponse,
-                self.route.query_assignment,
-            ),
-            path("Heartbeat"): self._unary(
-                "Heartbeat", pb.HeartbeatRequest, pb.HeartbeatResponse, self.clients.heartbeat
-            ),
-            path("NotifyClientTermination"): self._unary(
-                "NotifyClientTermination",
-                pb.NotifyClientTerminationRequest,
-                pb.NotifyClientTerminationResponse,
-                self.clients.notify_client_termination,
-            ),
-            path("Telemetry"): (
-                self.clients.telemetry
-                if self.faults is None
-                else telemetry_with_faults(self.clients.telemetry, self.faults, path("Telemetry"))
-            ),
-            path("SendMessage"): self._unary(
-                "SendMessage", pb.SendMessageRequest, pb.SendMessageResponse, self.send.send_message
-            ),
-            path("RecallMessage"): self._unary(
-                "RecallMessage", pb.RecallMessageRequest, pb.RecallMessageResponse, self.send.recall_message
-            ),
-            path("EndTransaction"): self._unary(
-                "EndTransaction",
-                pb.EndTransactionRequest,
-                pb.EndTransactionResponse,
-                self.transactions.end_transaction,
-            ),
-        }
+        methods = dict(
+            (
+                self._unary(pb.QueryRouteRequest, pb.QueryRouteResponse, self.route.query_route),
+                self._unary(
+                    pb.QueryAssignmentRequest, pb.QueryAssignmentResponse, self.route.query_assignment
+                ),
+                self._unary(pb.HeartbeatRequest, pb.HeartbeatResponse, self.clients.heartbeat),
+                self._unary(
+                    pb.NotifyClientTerminationRequest,
+                    pb.NotifyClientTerminationResponse,
+                    self.clients.notify_client_termination,
+                ),
+                self._unary(pb.SendMessageRequest, pb.SendMessageResponse, self.send.send_message),
+                self._unary(pb.RecallMessageRequest, pb.RecallMessageResponse, self.send.recall_message),
+                self._unary(
+                    pb.EndTransactionRequest, pb.EndTransactionResponse, self.transactions.end_transaction
+                ),
+            )
+        )
+        methods[path("Telemetry")] = (
+            self.clients.telemetry
+            if self.faults is None
+            else telemetry_with_faults(self.clients.telemetry, self.faults, path("Telemetry"))
+        )
+        return methods
 
     def _unary(
         self,
-        method: str,
         request_type: type[Req],
         response_type: type[Resp],
         fn: Callable[[ClientContext, Req], Resp | Awaitable[Resp]],
-    ) -> Handler:
-        """``unary`` for ``method`` with the request pipeline's check and the fault rules."""
-        return unary(request_type, response_type, fn, self.check, self.faults, path(method), self.recorder)
+    ) -> tuple[str, Handler]:
+        """The path and handler of the RPC that takes ``request_type``, with the request pipeline's
+        check, the fault rules and the call recorder."""
+        method = path(_METHOD_OF_REQUEST[request_type.DESCRIPTOR.full_name])
+        return method, unary(request_type, response_type, fn, self.check, self.faults, method, self.recorder)

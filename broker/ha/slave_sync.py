@@ -15,8 +15,8 @@ from its first minute on. Not copied: message request modes and timer metrics.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, MutableMapping
+from typing import Any, Protocol
 
 import trio
 
@@ -35,6 +35,18 @@ logger = logging.getLogger(__name__)
 
 SYNC_PERIOD_S = 60.0  # BrokerController: syncAll when 60 s have passed since the last one
 REQUEST_TIMEOUT_S = 10.0
+
+
+class _VersionedTable(Protocol):
+    """A metadata table a slave replaces from its master's (topics, subscription groups)."""
+
+    @property
+    def data_version(self) -> DataVersion: ...
+
+    @property
+    def table(self) -> MutableMapping[str, Any]: ...
+
+    def load_obj(self, obj: Any) -> None: ...
 
 
 class SlaveSynchronize:
@@ -79,11 +91,12 @@ class SlaveSynchronize:
         except (OSError, RocketMQError, trio.TooSlowError) as err:
             logger.error("sync of metadata from master %s failed: %s", address, err)
             return
-        self._take_topics(topics)
+        controller = self.controller
+        self._take_table(topics, controller.topics, "topicConfigTable", TOPICS_JSON)
         self._take_offsets(offsets)
-        self.controller.schedule.load_obj(delay)
+        controller.schedule.load_obj(delay)
         self.tables.persist(DELAY_OFFSET_JSON)
-        self._take_groups(groups)
+        self._take_table(groups, controller.groups, "subscriptionGroupTable", SUBSCRIPTION_GROUP_JSON)
         self.syncs += 1
         logger.info(
             "Update slave topic config, consumer offset, delay offset and groups from master, %s", address
@@ -102,16 +115,18 @@ class SlaveSynchronize:
             raise RocketMQError("the answer's body is not an object")
         return doc
 
-    def _take_topics(self, doc: dict[str, Any]) -> None:
-        topics = self.controller.topics
+    def _take_table(self, doc: dict[str, Any], manager: _VersionedTable, key: str, file_name: str) -> None:
+        """``syncTopicConfig`` / ``syncSubscriptionGroupConfig``: when the master's data version
+        differs, its table under ``key`` replaces the slave's (entries it lacks are deleted)."""
         version = doc.get("dataVersion")
-        if isinstance(version, dict) and DataVersion.from_obj(version) == topics.data_version:
+        if isinstance(version, dict) and DataVersion.from_obj(version) == manager.data_version:
             return
-        names = set((doc.get("topicConfigTable") or {}).keys())
-        for name in [n for n in topics.table if n not in names]:
-            del topics.table[name]
-        topics.load_obj(doc)
-        self.tables.persist(TOPICS_JSON)
+        names = set((doc.get(key) or {}).keys())
+        table = manager.table
+        for name in [n for n in table if n not in names]:
+            del table[name]
+        manager.load_obj(doc)
+        self.tables.persist(file_name)
 
     def _take_offsets(self, doc: dict[str, Any]) -> None:
         offsets = self.controller.offsets
@@ -119,13 +134,3 @@ class SlaveSynchronize:
         offsets.load_obj({**doc, "offsetTable": merged})
         self.tables.persist(CONSUMER_OFFSET_JSON)
 
-    def _take_groups(self, doc: dict[str, Any]) -> None:
-        groups = self.controller.groups
-        version = doc.get("dataVersion")
-        if isinstance(version, dict) and DataVersion.from_obj(version) == groups.data_version:
-            return
-        names = set((doc.get("subscriptionGroupTable") or {}).keys())
-        for name in [n for n in groups.table if n not in names]:
-            del groups.table[name]
-        groups.load_obj(doc)
-        self.tables.persist(SUBSCRIPTION_GROUP_JSON)

@@ -15,7 +15,7 @@ import dataclasses
 from broker.config import BrokerConfig
 from broker.timer.service import TIMER_DELIVER_MS
 from codec.bodies.pop import AckMsg, BatchAckMsg, PopCheckPoint
-from codec.message import MessageRecord
+from codec.message import MessageRecord, make_system_record
 from codec.properties import TAGS, UNIQ_KEY, encode_properties
 
 REVIVE_TOPIC_PREFIX = "rmq_sys_REVIVE_LOG_"  # PopAckConstants.REVIVE_TOPIC
@@ -116,18 +116,7 @@ def _record(
     port: int,
 ) -> tuple[MessageRecord, dict[str, str]]:
     props = {TAGS: tag, UNIQ_KEY: uniq, TIMER_DELIVER_MS: str(deliver_ms)}
-    record = MessageRecord(
-        topic=topic,
-        queue_id=queue_id,
-        body=body,
-        properties=encode_properties(props),
-        born_timestamp=now_ms,
-        born_host=host,
-        born_port=port,
-        store_host=host,
-        store_port=port,
-    )
-    return record, props
+    return make_system_record(topic, queue_id, body, encode_properties(props), now_ms, host, port), props
 
 
 def ck_record(

@@ -18,7 +18,7 @@ import logging
 
 from broker.controller import BrokerController
 from broker.pop.records import ack_record, ck_record, revive_topic
-from broker.timer.service import TimerMessageError, route_timer_message
+from broker.timer.service import TimerMessageError, route_timer_message_by_config
 from codec.bodies.pop import AckMsg, BatchAckMsg, PopCheckPoint
 from codec.errors import CodecError, RocketMQError
 from codec.message import MessageRecord
@@ -63,16 +63,8 @@ class RecordWriter:
 
     async def put_record(self, record: MessageRecord, props: dict[str, str]) -> bool:
         broker = self.broker
-        config = broker.config
         try:
-            route_timer_message(
-                record,
-                props,
-                broker.now_ms(),
-                max_delay_sec=config.timer_max_delay_sec,
-                precision_ms=config.timer_precision_ms,
-                wheel_enable=config.timer_wheel_enable,
-            )
+            route_timer_message_by_config(broker.config, record, props, broker.now_ms())
             result = await broker.put_messages([record], None)
         except TimerMessageError as err:  # the client's pop or invisible time
             self.failures += 1

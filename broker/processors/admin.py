@@ -20,14 +20,14 @@ from broker.stats import BrokerStats
 from broker.subscription_group_manager import SubscriptionGroupConfig
 from broker.topic_attributes import requested_attributes
 from broker.topic_config_manager import (
-    is_valid_group,
+    validate_group,
     validate_topic,
     validate_topic_config,
 )
 from codec import fastjson
 from codec.bodies.lock import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
 from codec.bodies.register import TopicConfig
-from codec.codes import LanguageCode, RequestCode, ResponseCode
+from codec.codes import RequestCode, ResponseCode, language_name
 from codec.command import RemotingCommand
 from codec.errors import RocketMQError
 from codec.headers.admin import (
@@ -49,14 +49,10 @@ def _mq_key(topic: str, broker_name: str, queue_id: int) -> dict[str, Any]:
 
 def _connection(channel: ClientChannel) -> dict[str, Any]:
     """``Connection`` of a consumer or producer connection list."""
-    try:
-        language = LanguageCode(channel.language).name
-    except ValueError:
-        language = LanguageCode.OTHER.name
     return {
         "clientAddr": channel.connection.remote_addr,
         "clientId": channel.client_id,
-        "language": language,
+        "language": language_name(channel.language),
         "version": channel.version,
     }
 
@@ -105,11 +101,7 @@ class AdminBrokerProcessor:
         self, _ctx: RequestContext, request: RemotingCommand, header: CreateTopicRequestHeader
     ) -> RemotingCommand:
         validate_topic(header.topic)  # refusals raise TopicValidationError (INVALID_PARAMETER)
-        if self.broker.topics.is_system(header.topic):
-            raise RocketMQError(
-                f"The topic[{header.topic}] is conflict with system topic.",
-                response_code=ResponseCode.INVALID_PARAMETER,
-            )
+        self.broker.topics.refuse_system(header.topic)
         existing = self.broker.topics.select(header.topic)
         topic = TopicConfig(
             header.topic,
@@ -131,11 +123,7 @@ class AdminBrokerProcessor:
         broker = self.broker
         if not header.topic.strip():
             raise RocketMQError("The specified topic is blank.", response_code=ResponseCode.INVALID_PARAMETER)
-        if broker.topics.is_system(header.topic):
-            raise RocketMQError(
-                f"The topic[{header.topic}] is conflict with system topic.",
-                response_code=ResponseCode.INVALID_PARAMETER,
-            )
+        broker.topics.refuse_system(header.topic)
         broker.topics.delete(header.topic)
         broker.offsets.remove_topic(header.topic)
         return request.make_response(ResponseCode.SUCCESS)
@@ -262,10 +250,7 @@ class AdminBrokerProcessor:
         self, _ctx: RequestContext, request: RemotingCommand, _header: Any
     ) -> RemotingCommand:
         group = SubscriptionGroupConfig.decode(request.body)
-        if not is_valid_group(group.group_name):
-            raise RocketMQError(
-                f"invalid group name {group.group_name!r}", response_code=ResponseCode.INVALID_PARAMETER
-            )
+        validate_group(group.group_name)
         self.broker.groups.update(group)
         return request.make_response(ResponseCode.SUCCESS)
 

@@ -27,7 +27,7 @@ answers of a master with no HA peers, no cold-data throttling and no RocksDB sto
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, TypeVar
 
 from broker.cold_data import ColdDataFlowControl, java_long
 from broker.controller import BrokerController
@@ -35,12 +35,13 @@ from broker.ha.runtime_info import master_runtime_info
 from broker.subscription_group_manager import SubscriptionGroupConfig
 from broker.topic_attributes import requested_attributes
 from broker.topic_config_manager import (
-    is_valid_group,
+    validate_group,
     validate_topic_config,
 )
 from codec import fastjson
+from codec.bodies.base import JsonBody
 from codec.bodies.register import TopicConfig
-from codec.codes import LanguageCode, RequestCode, ResponseCode
+from codec.codes import RequestCode, ResponseCode, language_name
 from codec.command import RemotingCommand
 from codec.errors import CodecError, RocketMQError
 from codec.headers.admin import QueryConsumeQueueRequestHeader
@@ -55,6 +56,19 @@ READ_AHEAD_MODE = "READ_AHEAD_MODE"  # FIleReadaheadMode.READ_AHEAD_MODE, the re
 MADV_NORMAL, MADV_RANDOM = 0, 1  # LibC: read ahead on, off
 TIMER_ENGINE_TYPE = "E_T"  # MessageConst.TIMER_ENGINE_TYPE, the request's field
 TIMER_ENGINE_ROCKSDB_TIMELINE, TIMER_ENGINE_FILE_TIME_WHEEL = "R", "F"  # MessageConst
+
+
+_Entry = TypeVar("_Entry", bound=JsonBody)
+
+
+def _decode_list(body: bytes, body_name: str, key: str, entry: type[_Entry]) -> list[_Entry]:
+    """The entries of the list ``key`` of a batch-update body (a missing or null list is empty);
+    raises :class:`RocketMQError` (SYSTEM_ERROR) naming ``body_name`` when the body is malformed."""
+    try:
+        doc = fastjson.loads(body)
+        return [entry.from_obj(obj) for obj in doc.get(key) or []]
+    except (CodecError, AttributeError, TypeError, ValueError) as err:
+        raise RocketMQError(f"bad {body_name}: {err}", response_code=ResponseCode.SYSTEM_ERROR) from err
 
 
 class AdminOpsProcessor:
@@ -87,13 +101,7 @@ class AdminOpsProcessor:
     def update_topic_list(
         self, ctx: RequestContext, request: RemotingCommand, _header: Any
     ) -> RemotingCommand:
-        try:
-            doc = fastjson.loads(request.body)
-            topics = [TopicConfig.from_obj(obj) for obj in doc.get("topicConfigList") or []]
-        except (CodecError, AttributeError, TypeError, ValueError) as err:
-            raise RocketMQError(
-                f"bad CreateTopicListRequestBody: {err}", response_code=ResponseCode.SYSTEM_ERROR
-            ) from err
+        topics = _decode_list(request.body, "CreateTopicListRequestBody", "topicConfigList", TopicConfig)
         logger.info(
             "updateAndCreateTopicList: topicNames: %s, called by %s",
             ";".join(t.topic_name for t in topics),
@@ -101,11 +109,7 @@ class AdminOpsProcessor:
         )
         for topic in topics:
             validate_topic_config(topic)  # refusals raise TopicValidationError (INVALID_PARAMETER)
-            if self.broker.topics.is_system(topic.topic_name):
-                raise RocketMQError(
-                    f"The topic[{topic.topic_name}] is conflict with system topic.",
-                    response_code=ResponseCode.INVALID_PARAMETER,
-                )
+            self.broker.topics.refuse_system(topic.topic_name)
             existing = self.broker.topics.select(topic.topic_name)
             topic.attributes = requested_attributes(topic.attributes, existing)
         for topic in topics:
@@ -116,23 +120,16 @@ class AdminOpsProcessor:
     def update_group_list(
         self, ctx: RequestContext, request: RemotingCommand, _header: Any
     ) -> RemotingCommand:
-        try:
-            doc = fastjson.loads(request.body)
-            groups = [SubscriptionGroupConfig.from_obj(obj) for obj in doc.get("groupConfigList") or []]
-        except (CodecError, AttributeError, TypeError, ValueError) as err:
-            raise RocketMQError(
-                f"bad SubscriptionGroupList: {err}", response_code=ResponseCode.SYSTEM_ERROR
-            ) from err
+        groups = _decode_list(
+            request.body, "SubscriptionGroupList", "groupConfigList", SubscriptionGroupConfig
+        )
         logger.info(
             "updateAndCreateSubscriptionGroupList: groupNames: %s, called by %s",
             ";".join(g.group_name for g in groups),
             ctx.connection.remote_addr,
         )
         for group in groups:
-            if not is_valid_group(group.group_name):
-                raise RocketMQError(
-                    f"invalid group name {group.group_name!r}", response_code=ResponseCode.INVALID_PARAMETER
-                )
+            validate_group(group.group_name)
         for group in groups:
             self.broker.groups.update(group)
         return request.make_response(ResponseCode.SUCCESS)
@@ -183,22 +180,16 @@ class AdminOpsProcessor:
         """``ProducerTableInfo``: every producer channel by group."""
         data: dict[str, list[dict[str, Any]]] = {}
         for group, channels in self.broker.clients.producers.items():
-            infos = []
-            for channel in channels.values():
-                try:
-                    language = LanguageCode(channel.language).name
-                except ValueError:
-                    language = LanguageCode.OTHER.name
-                infos.append(
-                    {
-                        "clientId": channel.client_id,
-                        "remoteIP": f"/{channel.connection.remote_addr}",
-                        "language": language,
-                        "version": channel.version,
-                        "lastUpdateTimestamp": channel.last_update_ms,
-                    }
-                )
-            data[group] = infos
+            data[group] = [
+                {
+                    "clientId": channel.client_id,
+                    "remoteIP": f"/{channel.connection.remote_addr}",
+                    "language": language_name(channel.language),
+                    "version": channel.version,
+                    "lastUpdateTimestamp": channel.last_update_ms,
+                }
+                for channel in channels.values()
+            ]
         return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps({"data": data}))
 
     def query_consume_queue(

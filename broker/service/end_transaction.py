@@ -22,7 +22,7 @@ import logging
 
 from broker.controller import BrokerController
 from broker.schedule import apply_delay_level
-from broker.timer.service import route_timer_message
+from broker.timer.service import route_timer_message_by_config
 from broker.transaction.bridge import HALF_TOPIC, committed_message
 from broker.transaction.service import TransactionalMessageService, immunity_floor_ms
 from codec.codes import ResponseCode
@@ -176,16 +176,8 @@ class EndTransactionService:
         the put fails (``TimerMessageError`` for a bad timer property)."""
         broker = self.broker
         record = committed_message(half, props, TRANSACTION_COMMIT_TYPE, request.commit_log_offset)
-        config = broker.config
         # a committed message is a send like any other: timer and delay routing apply
-        route_timer_message(
-            record,
-            props,
-            broker.now_ms(),
-            max_delay_sec=config.timer_max_delay_sec,
-            precision_ms=config.timer_precision_ms,
-            wheel_enable=config.timer_wheel_enable,
-        )
+        route_timer_message_by_config(broker.config, record, props, broker.now_ms())
         apply_delay_level(record, props, broker.schedule.max_level)
         result = await broker.put_messages([record], [props])
         if result.status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):

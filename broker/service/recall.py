@@ -23,7 +23,7 @@ from broker.timer.service import (
     TIMER_DELIVER_MS,
     TimerMessageError,
     delete_key,
-    route_timer_message,
+    route_timer_message_by_config,
 )
 from codec.bodies.register import PERM_WRITE
 from codec.codes import ResponseCode
@@ -155,13 +155,5 @@ class RecallService:
             store_host=broker.store_host,
             store_port=broker.store_port,
         )
-        config = broker.config
-        route_timer_message(
-            record,
-            props,
-            now,
-            max_delay_sec=config.timer_max_delay_sec,
-            precision_ms=config.timer_precision_ms,
-            wheel_enable=config.timer_wheel_enable,
-        )
+        route_timer_message_by_config(broker.config, record, props, now)
         return record, props

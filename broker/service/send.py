@@ -37,7 +37,12 @@ from broker.lite import PROPERTY_LITE_TOPIC, is_lite_topic, to_lmq_name
 from broker.priority import priority_queue
 from broker.schedule import apply_delay_level
 from broker.service.send_values import BatchItem, SendOutcome, SendRefused, SendRequest
-from broker.timer.service import TIMER_OUT_MS, TIMER_TOPIC, TimerMessageError, route_timer_message
+from broker.timer.service import (
+    TIMER_OUT_MS,
+    TIMER_TOPIC,
+    TimerMessageError,
+    route_timer_message_by_config,
+)
 from broker.topic_config_manager import (
     NOT_ALLOWED_SEND_TOPICS,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -293,16 +298,8 @@ class SendService:
 
     def _route_timer(self, record: MessageRecord, props: dict[str, str]) -> None:
         """5.x timer properties (``HookUtils.handleScheduleMessage``); see :mod:`broker.timer`."""
-        config = self.broker.config
         try:
-            route_timer_message(
-                record,
-                props,
-                self.broker.now_ms(),
-                max_delay_sec=config.timer_max_delay_sec,
-                precision_ms=config.timer_precision_ms,
-                wheel_enable=config.timer_wheel_enable,
-            )
+            route_timer_message_by_config(self.broker.config, record, props, self.broker.now_ms())
         except TimerMessageError as err:
             raise SendRefused(str(err), response_code=err.response_code) from None
 

@@ -31,6 +31,7 @@ import logging
 from collections.abc import Collection
 from typing import Any
 
+from broker.config import BrokerConfig
 from broker.schedule import PutMessages, load_routed
 from codec.errors import CodecError, RocketMQError
 from codec.message import MessageRecord, MessageSysFlag, decode_record
@@ -121,6 +122,21 @@ def route_timer_message(
     record.topic = TIMER_TOPIC
     record.queue_id = 0
     return True
+
+
+def route_timer_message_by_config(
+    config: BrokerConfig, record: MessageRecord, props: dict[str, str], now_ms: int
+) -> bool:
+    """:func:`route_timer_message` within the broker's ``timerMaxDelaySec``, ``timerPrecisionMs``
+    and ``timerWheelEnable``, as every put of a client's message applies them."""
+    return route_timer_message(
+        record,
+        props,
+        now_ms,
+        max_delay_sec=config.timer_max_delay_sec,
+        precision_ms=config.timer_precision_ms,
+        wheel_enable=config.timer_wheel_enable,
+    )
 
 
 class TimerMessageService:

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import logging
 
-from codec.errors import CodecError
 from codec.hashing import java_hashmap_order
-from codec.message import MessageRecord, MessageSysFlag, decode_record
+from codec.message import MessageRecord, MessageSysFlag, make_system_record
 from codec.properties import (
     REAL_QID,
     REAL_TOPIC,
@@ -78,16 +77,8 @@ def op_message(
     """An op message removing ``half_queue_offsets`` (``makeOpMessageInner``)."""
     props = {TAGS: REMOVE_TAG, UNIQ_KEY: uniq_key}
     body = "".join(f"{offset}{OFFSET_SEPARATOR}" for offset in half_queue_offsets).encode()
-    record = MessageRecord(
-        topic=OP_TOPIC,
-        queue_id=queue_id,
-        body=body,
-        properties=encode_properties(props),
-        born_timestamp=now_ms,
-        born_host=store_host,
-        born_port=store_port,
-        store_host=store_host,
-        store_port=store_port,
+    record = make_system_record(
+        OP_TOPIC, queue_id, body, encode_properties(props), now_ms, store_host, store_port
     )
     return record, props
 
@@ -130,13 +121,3 @@ def committed_message(
         sys_flag=reset_transaction_type(half.sys_flag, kind),
         prepared_transaction_offset=prepared_offset,
     )
-
-
-def decode_or_none(data: bytes | None, where: int) -> MessageRecord | None:
-    if data is None:
-        return None
-    try:
-        return decode_record(data)
-    except CodecError as err:
-        logger.error("transaction record at commit-log offset %d is unreadable: %s", where, err)
-        return None

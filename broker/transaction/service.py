@@ -34,7 +34,6 @@ from broker.transaction.bridge import (
     HALF_TOPIC,
     OP_TOPIC,
     SYS_TRANS_GROUP,
-    decode_or_none,
     java_properties,
     op_message,
     removed_offsets,
@@ -134,7 +133,7 @@ class TransactionalMessageService:
         self.broker.offsets.commit(SYS_TRANS_GROUP, topic, HALF_QUEUE_ID, offset)
 
     def look(self, commit_log_offset: int) -> MessageRecord | None:
-        return decode_or_none(self.broker.store.look_message_by_offset(commit_log_offset), commit_log_offset)
+        return self.broker.look_message(commit_log_offset)
 
     # -- ending a transaction --------------------------------------------------------------------
 
