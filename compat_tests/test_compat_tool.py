@@ -122,6 +122,45 @@ def test_a_target_lacking_sql92_and_grpc_says_so_per_row(java: None, tmp_path: P
     assert "SQL92 filter" in stdout
 
 
+AUTH_PROVIDERS = "org.apache.rocketmq.auth.{0}.provider.Local{1}MetadataProvider"
+AUTHENTICATION = {  # docs/security.md, "Turning it on"
+    "authenticationEnabled": "true",
+    "authorizationEnabled": "true",
+    "authenticationMetadataProvider": AUTH_PROVIDERS.format("authentication", "Authentication"),
+    "authorizationMetadataProvider": AUTH_PROVIDERS.format("authorization", "Authorization"),
+    "initAuthenticationUser": '{"username":"rocketmq","password":"12345678"}',
+}
+
+
+def test_a_target_that_authenticates_says_so_without_credentials_and_passes_with_them(
+    java: None, tmp_path: Path
+) -> None:
+    target = GatewayTarget(tmp_path / "gateway", AUTHENTICATION)
+    try:
+        address = ("--namesrv", target.namesrv_addr, "--grpc", grpc_address(target), "--quick")
+        code, _, report = rmq_compat(tmp_path, *address, "--only", "send,grpc", "--jobs", "4")
+        # Signed: the rows whose programs sign their requests (the remoting scenario programs,
+        # the gRPC transaction and recall ones do not, and say so).
+        signed_code, _, signed = rmq_compat(
+            tmp_path, *address, "--only", "grpc,admin", "--exclude", "transaction,delay", "--jobs", "4",
+            "--access-key", "rocketmq", "--secret-key", "12345678",
+        )  # fmt: skip
+    finally:
+        target.discard()
+    found = rows(report)
+    assert {r["status"] for r in found.values()} == {"not run"}
+    for row in found.values():
+        assert "code 16 username cannot be null." in row["reason"], row
+        assert "give --access-key and --secret-key" in row["reason"], row
+    assert code == 1
+    assert set(rows(signed)) == {
+        "mqadmin[mqadmin-5.3.3]", "gRPC send/receive[java-grpc-5]", "gRPC push[java-grpc-5]",
+        "gRPC FIFO[java-grpc-5]",
+    }  # fmt: skip
+    assert {k: r["status"] for k, r in rows(signed).items() if r["status"] != "passed"} == {}
+    assert signed_code == 0
+
+
 def test_the_real_broker_passes_and_against_ours_shows_no_differences(
     ours: GatewayTarget, tmp_path: Path
 ) -> None:

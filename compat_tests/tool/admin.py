@@ -80,7 +80,10 @@ class Admin:
 
     def _ok(self, response: RemotingCommand, what: str) -> RemotingCommand:
         if response.code != ResponseCode.SUCCESS:
-            raise AdminError(f"{what}: code {response.code} {response.remark or ''}".strip())
+            text = f"{what}: code {response.code} {response.remark or ''}".strip()
+            if response.code == ResponseCode.NO_PERMISSION and not self.target.access_key:
+                text += " (the target authenticates requests: give --access-key and --secret-key)"
+            raise AdminError(text)
         return response
 
     def cluster_info(self) -> dict[str, Any]:
