@@ -166,6 +166,7 @@ class LiteActivity:
         attempt_id: str | None,
     ) -> list[tuple[PopRequest, PopBatch]]:
         """The pops that found messages (each with its request), after a wait when none did."""
+        self.registry.touch(ctx.client_id, self.broker.now_ms())
         found = await self._pop_once(ctx.client_id, group, batch_size, invisible_ms, attempt_id)
         if found or poll_ms <= 0 or self.broker.stopping:
             return found
