@@ -189,6 +189,13 @@ class LiteSubscriptionRegistry:
     def subscribers_of(self, lmq_name: str) -> set[tuple[str, str]]:
         return set(self.by_lmq.get(lmq_name, ()))
 
+    def open_events(self, client_id: str, now_ms: int) -> None:
+        """A client subscribed: its event set exists from now on (``LiteEventDispatcher`` creates
+        a ``ClientEventSet``, its ``lastAccessTime`` the creation time, when the registration is
+        dispatched to it)."""
+        if client_id in self.by_client:
+            self.last_access_ms.setdefault(client_id, now_ms)
+
     def touch(self, client_id: str, now_ms: int) -> None:
         """A subscribed client asked for messages (``ClientEventSet.poll``)."""
         if client_id in self.by_client:

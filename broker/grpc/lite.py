@@ -98,10 +98,12 @@ class LiteActivity:
             return pb.SyncLiteSubscriptionResponse(status=OK)
         if action == pb.PARTIAL_ADD:
             registry.add_partial(client_id, group, topic, lite_topics)
+            registry.open_events(client_id, self.broker.now_ms())
         elif action == pb.PARTIAL_REMOVE:
             registry.remove_partial(client_id, group, topic, lite_topics)
         elif action == pb.COMPLETE_ADD:
             registry.add_complete(client_id, group, topic, lite_topics)
+            registry.open_events(client_id, self.broker.now_ms())
         elif action == pb.COMPLETE_REMOVE:
             registry.remove_complete(client_id)
         else:

@@ -151,7 +151,14 @@ async def test_lite_client_info_lists_the_clients_lmq_names(tmp_path: Path) -> N
             "liteTopicSet": [to_lmq_name(PARENT, "l0"), to_lmq_name(PARENT, "l5")],
             "parentTopic": PARENT,
         }
-        broker.services.lite.touch(CLIENT, 1234)
+        registry = broker.services.lite
+        registry.open_events(CLIENT, 1000)  # a subscription opens the client's event set
+        registry.open_events(CLIENT, 1100)  # once
+        assert (await body_of(broker, code, header(CLIENT)))["lastAccessTime"] == 1000
+        registry.touch(CLIENT, 1234)  # a receive
+        registry.touch("nobody", 1234)  # no subscription, no event set
+        info = await body_of(broker, RequestCode.GET_BROKER_LITE_INFO, EmptyHeader())
+        assert info["eventMapSize"] == 1
         assert (await body_of(broker, code, header(CLIENT, count=1)))["liteTopicSet"] == [
             to_lmq_name(PARENT, "l0")
         ]
