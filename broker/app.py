@@ -49,6 +49,7 @@ from broker.processors.client_ops import ClientOpsProcessor
 from broker.processors.consumer_manage import ConsumerManageProcessor
 from broker.processors.end_transaction import EndTransactionProcessor
 from broker.processors.lite_admin import LiteManagerProcessor
+from broker.processors.lite_subscription import LiteSubscriptionCtlProcessor
 from broker.processors.pop import PopProcessor
 from broker.processors.pull import PullMessageProcessor
 from broker.processors.query import QueryMessageProcessor
@@ -120,6 +121,7 @@ def build_dispatcher(
         QueryAssignmentProcessor(controller, pop),
         NotificationProcessor(controller, pop, consume.state, consume.polling, consume.orders),
         LiteManagerProcessor(controller, services),
+        LiteSubscriptionCtlProcessor(controller, services),
     ]
     if auth is not None:
         settings = auth.settings

@@ -56,6 +56,7 @@ class RequestCode(IntEnum):
     NOTIFICATION = 200054
     POLLING_INFO = 200055
     POP_ROLLBACK = 200056
+    LITE_SUBSCRIPTION_CTL = 200071  # 5.5: a cluster-mode Proxy's lite subscription changes
     GET_BROKER_LITE_INFO = 200074  # 5.5 lite admin (LiteManagerProcessor)
     GET_PARENT_TOPIC_INFO = 200075
     GET_LITE_TOPIC_INFO = 200076
@@ -247,6 +248,7 @@ class ResponseCode(IntEnum):
     CONTROLLER_BROKER_ID_INVALID = 2014
     CONTROLLER_JRAFT_INTERNAL_ERROR = 2015
     CONTROLLER_BROKER_LIVE_INFO_NOT_EXISTS = 2016
+    LITE_SUBSCRIPTION_QUOTA_EXCEEDED = 2018  # 5.5
     USER_NOT_EXIST = 3001
     POLICY_NOT_EXIST = 3002
     # 4.9.x names of the same numbers (ACL 1.0 errors); aliases here

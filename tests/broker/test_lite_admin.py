@@ -235,3 +235,61 @@ async def test_group_refusals_and_trigger_dispatch(tmp_path: Path) -> None:
             (ResponseCode.INVALID_PARAMETER, "Group [Fresh] is not a LITE group."),
             (ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "Group [bad group] not exist."),
         ]
+
+
+def ctl(*entries: dict[str, Any]) -> RemotingCommand:
+    body = fastjson.dumps({"subscriptionSet": list(entries)})
+    return RemotingCommand.request(RequestCode.LITE_SUBSCRIPTION_CTL, EmptyHeader(), body=body)
+
+
+async def test_lite_subscription_ctl_changes_the_shared_registry(tmp_path: Path) -> None:
+    with lite_broker(tmp_path) as broker:
+        ctx = RequestContext(ConnectionInfo(1, "127.0.0.1:50000", "127.0.0.1:10911"))
+        registry = broker.services.lite
+        entry = {"clientId": "proxy-client", "group": GROUP, "topic": PARENT, "version": 1}
+        steps = [
+            ({**entry, "action": "PARTIAL_ADD", "liteTopicSet": ["l0", "l1"]}, ["l0", "l1"]),
+            ({**entry, "action": "PARTIAL_REMOVE", "liteTopicSet": ["l0"]}, ["l1"]),
+            ({**entry, "action": "COMPLETE_ADD", "liteTopicSet": ["l2", "l3"]}, ["l2", "l3"]),
+            ({**entry, "action": "COMPLETE_REMOVE"}, []),
+        ]
+        for step, wanted in steps:
+            response = await broker.dispatcher.dispatch(ctx, ctl(step))
+            assert response is not None
+            assert (response.code, response.remark) == (ResponseCode.SUCCESS, None), step
+            assert registry.lmq_names_of("proxy-client") == [to_lmq_name(PARENT, t) for t in wanted], step
+        skipped = await broker.dispatcher.dispatch(
+            ctx, ctl({**entry, "clientId": " ", "action": "PARTIAL_ADD"})
+        )
+        assert skipped is not None
+        assert (skipped.code, "  " in registry.by_client) == (ResponseCode.SUCCESS, False)
+
+
+async def test_lite_subscription_ctl_refusals(tmp_path: Path) -> None:
+    with lite_broker(tmp_path) as broker:
+        ctx = RequestContext(ConnectionInfo(1, "127.0.0.1:50000", "127.0.0.1:10911"))
+        broker.controller.groups.update(
+            SubscriptionGroupConfig("Closed", consume_enable=False, attributes={"lite.bind.topic": PARENT})
+        )
+        closed = {
+            "clientId": "c",
+            "group": "Closed",
+            "topic": PARENT,
+            "action": "COMPLETE_ADD",
+            "liteTopicSet": [],
+        }
+        no_body = RemotingCommand.request(RequestCode.LITE_SUBSCRIPTION_CTL, EmptyHeader())
+        answers = [
+            await broker.dispatcher.dispatch(ctx, command) for command in (no_body, ctl(), ctl(closed))
+        ]
+        assert [(a.code, a.remark) for a in answers if a is not None] == [
+            (ResponseCode.ILLEGAL_OPERATION, "Request body is null."),
+            (ResponseCode.ILLEGAL_OPERATION, "LiteSubscriptionCtlRequestBody is empty."),
+            (
+                ResponseCode.ILLEGAL_OPERATION,
+                "java.lang.IllegalStateException: Consumer group is not allowed to consume.",
+            ),
+        ]
+        bad = await broker.dispatcher.dispatch(ctx, ctl({**closed, "action": "JUMP"}))
+        assert bad is not None
+        assert bad.code == ResponseCode.SYSTEM_ERROR
