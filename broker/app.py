@@ -48,6 +48,8 @@ from broker.processors.client_manage import ClientManageProcessor
 from broker.processors.client_ops import ClientOpsProcessor
 from broker.processors.consumer_manage import ConsumerManageProcessor
 from broker.processors.end_transaction import EndTransactionProcessor
+from broker.processors.lite_admin import LiteManagerProcessor
+from broker.processors.lite_subscription import LiteSubscriptionCtlProcessor
 from broker.processors.pop import PopProcessor
 from broker.processors.pull import PullMessageProcessor
 from broker.processors.query import QueryMessageProcessor
@@ -118,6 +120,8 @@ def build_dispatcher(
         PopProcessor(controller, pop, service=consume),
         QueryAssignmentProcessor(controller, pop),
         NotificationProcessor(controller, pop, consume.state, consume.polling, consume.orders),
+        LiteManagerProcessor(controller, services),
+        LiteSubscriptionCtlProcessor(controller, services),
     ]
     if auth is not None:
         settings = auth.settings

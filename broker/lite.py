@@ -109,11 +109,14 @@ class LiteSubscription:
 class LiteSubscriptionRegistry:
     """The lite subscriptions by client id (``LiteSubscriptionRegistryImpl``'s
     ``client2Subscription``), and by LMQ name the (client, group) pairs subscribed to it
-    (``liteTopic2Group``). Single-threaded; the gRPC adapter calls it."""
+    (``liteTopic2Group``), and when each client last asked for messages (``LiteEventDispatcher``'s
+    ``ClientEventSet.lastAccessTime``, which the lite admin requests show). Single-threaded; the
+    gRPC adapter changes it, the lite admin processor reads it."""
 
     def __init__(self) -> None:
         self.by_client: dict[str, LiteSubscription] = {}
         self.by_lmq: dict[str, set[tuple[str, str]]] = {}
+        self.last_access_ms: dict[str, int] = {}
 
     def _subscription(self, client_id: str, group: str, topic: str) -> LiteSubscription:
         """``getOrCreateLiteSubscription``: a client's new group or topic replaces its old one."""
@@ -171,6 +174,7 @@ class LiteSubscriptionRegistry:
 
     def remove_complete(self, client_id: str) -> None:
         """COMPLETE_REMOVE (and a client gone): forget the client's subscription."""
+        self.last_access_ms.pop(client_id, None)
         subscription = self.by_client.pop(client_id, None)
         if subscription is None:
             return
@@ -184,6 +188,26 @@ class LiteSubscriptionRegistry:
 
     def subscribers_of(self, lmq_name: str) -> set[tuple[str, str]]:
         return set(self.by_lmq.get(lmq_name, ()))
+
+    def open_events(self, client_id: str, now_ms: int) -> None:
+        """A client subscribed: its event set exists from now on (``LiteEventDispatcher`` creates
+        a ``ClientEventSet``, its ``lastAccessTime`` the creation time, when the registration is
+        dispatched to it)."""
+        if client_id in self.by_client:
+            self.last_access_ms.setdefault(client_id, now_ms)
+
+    def touch(self, client_id: str, now_ms: int) -> None:
+        """A subscribed client asked for messages (``ClientEventSet.poll``)."""
+        if client_id in self.by_client:
+            self.last_access_ms[client_id] = now_ms
+
+    def active_count(self) -> int:
+        """``getActiveSubscriptionNum``: the (client, lite topic) pairs subscribed."""
+        return sum(len(members) for members in self.by_lmq.values())
+
+    def clients_of_group(self, group: str) -> list[str]:
+        """``getAllClientIdByGroup``."""
+        return [client for client, sub in self.by_client.items() if sub.group == group]
 
     def statistics(self) -> dict[str, int]:
         return {

@@ -11,7 +11,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from compat_tests.reference import REFERENCE_LIB
+from compat_tests.reference import REFERENCE_LIB, REFERENCE_LIBS
 from compat_tests.scenario import TEST_JVM_OPTIONS
 
 BATCH_TIMEOUT_S = 300.0
@@ -78,7 +78,7 @@ def batch_classes(workdir: Path) -> Path:
 
 
 def _run_batch(
-    namesrv: str, commands: dict[str, list[str]], home: Path, rocketmq_home: Path | None
+    namesrv: str, commands: dict[str, list[str]], home: Path, rocketmq_home: Path | None, version: str
 ) -> dict[str, str]:
     stdin = "".join("\t".join([name, *args, "-n", namesrv]) + "\n" for name, args in commands.items())
     classes = batch_classes(home.parent)
@@ -90,7 +90,7 @@ def _run_batch(
             f"-Duser.home={home}",
             *([f"-Drocketmq.home.dir={rocketmq_home}"] if rocketmq_home is not None else []),
             "-cp",
-            f"{classes}:{REFERENCE_LIB}/*",
+            f"{classes}:{REFERENCE_LIBS[version]}/*",
             "MqadminBatch",
         ],
         input=stdin,
@@ -117,18 +117,23 @@ def _run_batch(
 
 
 def mqadmin_batch(
-    namesrv: str, commands: dict[str, list[str]], home: Path, rocketmq_home: Path | None = None
+    namesrv: str,
+    commands: dict[str, list[str]],
+    home: Path,
+    rocketmq_home: Path | None = None,
+    version: str = "5.3.3",
 ) -> dict[str, str]:
     """Run ``commands`` (name -> mqadmin arguments) in one JVM, in order; returns each one's output.
     Commands that failed on a client-side timeout are run again (at most ``BATCH_RETRIES`` times).
 
     ``rocketmq_home``: the ``rocketmq.home.dir`` whose ``conf/tools.yml`` signs every request
-    (``MQAdminStartup.main0`` reads it when given no hook), as with ``run_mqadmin``.
+    (``MQAdminStartup.main0`` reads it when given no hook), as with ``run_mqadmin``; ``version``:
+    the rocketmq-tools run (the batch program is compiled once, against 5.3.3's).
     """
-    outputs = _run_batch(namesrv, commands, home, rocketmq_home)
+    outputs = _run_batch(namesrv, commands, home, rocketmq_home, version)
     for _ in range(BATCH_RETRIES):
         again = {n: a for n, a in commands.items() if any(t in outputs[n] for t in TRANSIENT)}
         if not again:
             break
-        outputs.update(_run_batch(namesrv, again, home, rocketmq_home))
+        outputs.update(_run_batch(namesrv, again, home, rocketmq_home, version))
     return outputs

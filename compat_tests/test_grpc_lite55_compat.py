@@ -11,6 +11,10 @@ right from the client's periodic full sync on, within 30 s, on both.) Raw SendMe
 the same refusals from both. A LiteSimpleConsumer receives its lite topic on ours (as 5.5.1
 serves it); the 5.5.0 Proxy refuses that client type's settings, so there the client's own
 quota check (0 lite topics) refuses ``subscribe_lite`` (``docs/lite.md``).
+
+After the push scenario, the six lite subcommands of the 5.5.0 ``mqadmin`` (getBrokerLiteInfo,
+getParentTopicInfo, getLiteTopicInfo, getLiteClientInfo, getLiteGroupInfo, triggerLiteDispatch)
+print the same lines on both, times aside, and raw lite admin requests get the same refusals.
 """
 
 from __future__ import annotations
@@ -25,7 +29,23 @@ from pathlib import Path
 import grpc
 import pytest
 
+from codec.codes import ResponseCode
 from compat_tests.grpc_targets import start_ours
+from compat_tests.lite55_admin import (
+    ADMIN_CLIENT,
+    ADMIN_LMQS,
+    EXPECTED_ADMIN,
+    EXPECTED_REFUSALS,
+    NORMAL_TOPIC,
+    PARENT,
+    PUSH_GROUP,
+    SIMPLE_GROUP,
+    SIMPLE_PARENT,
+    admin_outputs,
+    lite_admin_refusals,
+    normalized,
+    subscribe_over_remoting,
+)
 from compat_tests.pop_raw import wait_route
 from compat_tests.reference import REFERENCE_LIBS, ReferenceServers, free_port, run_mqadmin
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
@@ -34,11 +54,6 @@ VERSION = "5.5.0"
 REPO = Path(__file__).resolve().parent.parent
 SERVICE = "/apache.rocketmq.v2.MessagingService/"
 METADATA = (("x-mq-client-id", "lite-check"), ("x-mq-language", "PYTHON"), ("x-mq-protocol", "v2"))
-PARENT = "LiteChats"
-SIMPLE_PARENT = "LiteChatsSimple"
-NORMAL_TOPIC = "LiteNormal"
-PUSH_GROUP = "LitePushGroup"
-SIMPLE_GROUP = "LiteSimpleGroup"
 ROUNDS = 3
 LMQ_CONF = {"enableLmq": "true", "enableMultiDispatch": "true"}
 
@@ -130,7 +145,13 @@ def send(endpoint: Endpoint, topic: str, message_id: str, lite_topic: str | None
     return answer.status.code, answer.status.message
 
 
-def sync(endpoint: Endpoint, topic: str, group: str, *lite_topics: str) -> tuple[int, str]:
+def sync(
+    endpoint: Endpoint,
+    topic: str,
+    group: str,
+    *lite_topics: str,
+    metadata: tuple[tuple[str, str], ...] = METADATA,
+) -> tuple[int, str]:
     """One raw SyncLiteSubscription (PARTIAL_ADD); its (code, message)."""
     request = pb.SyncLiteSubscriptionRequest(
         action=pb.PARTIAL_ADD,
@@ -144,7 +165,7 @@ def sync(endpoint: Endpoint, topic: str, group: str, *lite_topics: str) -> tuple
             request_serializer=lambda m: m.SerializeToString(),
             response_deserializer=pb.SyncLiteSubscriptionResponse.FromString,
         )
-        answer = rpc(request, metadata=METADATA, timeout=30)
+        answer = rpc(request, metadata=metadata, timeout=30)
     return answer.status.code, answer.status.message
 
 
@@ -209,10 +230,16 @@ def test_refusals_of_lite_subscriptions(target: Endpoint) -> None:
     }
 
 
+@pytest.fixture(scope="module")
+def pushed(target: Endpoint, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The push scenario's lines, run once per target: the lite traffic the admin test reads."""
+    return run_scenario(target, tmp_path_factory.mktemp("push"), "push", PARENT, PUSH_GROUP)
+
+
 def test_lite_push_consumer_gets_its_lite_topics_in_order_and_none_after_unsubscribing(
-    target: Endpoint, tmp_path: Path
+    pushed: list[str],
 ) -> None:
-    lines = run_scenario(target, tmp_path, "push", PARENT, PUSH_GROUP)
+    lines = pushed
     failed = [line for line in lines if line.startswith("FAILED")]
     assert failed == [], "\n".join(lines)
     received = [tuple(line.split()[1:]) for line in lines if line.startswith("RECEIVED")]
@@ -222,6 +249,35 @@ def test_lite_push_consumer_gets_its_lite_topics_in_order_and_none_after_unsubsc
         "l0": [f"l0-{i}" for i in range(ROUNDS)] + ["l0-after"],
         "l1": [f"l1-{i}" for i in range(ROUNDS)],
     }, "\n".join(lines)
+
+
+def test_lite_admin_subcommands(target: Endpoint, pushed: list[str], tmp_path: Path) -> None:
+    """After the push scenario and a raw subscription of ADMIN_CLIENT: the six 5.5.0 lite
+    subcommands print the same on both (times aside), raw requests get the same refusals, and
+    LITE_SUBSCRIPTION_CTL changes a client's lite topics as GET_LITE_CLIENT_INFO then shows."""
+    assert pushed[-1] == "DONE"
+    metadata = (("x-mq-client-id", ADMIN_CLIENT), *METADATA[1:])
+    assert sync(target, PARENT, PUSH_GROUP, "l0", "l2", "l9", metadata=metadata)[0] == pb.OK
+    outputs = {
+        name: normalized(name, text) for name, text in admin_outputs(target.namesrv_addr, tmp_path).items()
+    }
+    # A Java set prints in hash order: the client's lite topics are compared as a set.
+    client = outputs["client"]
+    assert client[3].startswith("Lite Topics: ["), client
+    assert set(client[3][len("Lite Topics: [") : -1].split(", ")) == ADMIN_LMQS, client
+    client[3] = "LITE TOPICS"
+    assert outputs == EXPECTED_ADMIN
+    broker_addr = wait_route(target.namesrv_addr, PARENT)
+    assert lite_admin_refusals(broker_addr) == EXPECTED_REFUSALS
+    success = (ResponseCode.SUCCESS, None)
+    assert subscribe_over_remoting(broker_addr) == {
+        "add": success,
+        "remove": success,
+        "add again": success,
+        "liteTopicCount": 2,
+        "liteTopicSet": [f"%LMQ%${PARENT}$l1", f"%LMQ%${PARENT}$l3"],
+        "lastAccessTime set": True,
+    }
 
 
 def test_lite_simple_consumer(target: Endpoint, tmp_path: Path) -> None:

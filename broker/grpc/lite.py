@@ -98,10 +98,12 @@ class LiteActivity:
             return pb.SyncLiteSubscriptionResponse(status=OK)
         if action == pb.PARTIAL_ADD:
             registry.add_partial(client_id, group, topic, lite_topics)
+            registry.open_events(client_id, self.broker.now_ms())
         elif action == pb.PARTIAL_REMOVE:
             registry.remove_partial(client_id, group, topic, lite_topics)
         elif action == pb.COMPLETE_ADD:
             registry.add_complete(client_id, group, topic, lite_topics)
+            registry.open_events(client_id, self.broker.now_ms())
         elif action == pb.COMPLETE_REMOVE:
             registry.remove_complete(client_id)
         else:
@@ -166,6 +168,7 @@ class LiteActivity:
         attempt_id: str | None,
     ) -> list[tuple[PopRequest, PopBatch]]:
         """The pops that found messages (each with its request), after a wait when none did."""
+        self.registry.touch(ctx.client_id, self.broker.now_ms())
         found = await self._pop_once(ctx.client_id, group, batch_size, invisible_ms, attempt_id)
         if found or poll_ms <= 0 or self.broker.stopping:
             return found

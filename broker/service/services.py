@@ -5,6 +5,7 @@ and a remoting POP consumer of one group share one POP state."""
 from __future__ import annotations
 
 from broker.controller import BrokerController
+from broker.lite import LiteSubscriptionRegistry
 from broker.pop.records import PopConfig
 from broker.service.consume import ConsumeService
 from broker.service.end_transaction import EndTransactionService
@@ -16,7 +17,7 @@ from broker.service.send_back import SendBackService
 class BrokerServices:
     """One of each service over ``broker``; ``pop`` configures the consume service."""
 
-    __slots__ = ("consume", "end_transaction", "recall", "send", "send_back")
+    __slots__ = ("consume", "end_transaction", "lite", "recall", "send", "send_back")
 
     def __init__(self, broker: BrokerController, pop: PopConfig) -> None:
         self.send = SendService(broker)
@@ -24,3 +25,5 @@ class BrokerServices:
         self.end_transaction = EndTransactionService(broker)
         self.consume = ConsumeService(broker, pop)
         self.send_back = SendBackService(broker)
+        #: The lite subscriptions (gRPC SyncLiteSubscription changes them, the lite admin reads them).
+        self.lite = LiteSubscriptionRegistry()

@@ -1,0 +1,115 @@
+"""LITE_SUBSCRIPTION_CTL (5.5): the lite subscription changes a cluster-mode Proxy sends its broker
+for its gRPC clients' SyncLiteSubscription calls.
+
+Mirrors org.apache.rocketmq.broker.processor.LiteSubscriptionCtlProcessor (5.5.0): the body is a
+``LiteSubscriptionCtlRequestBody``, ``{"subscriptionSet": [LiteSubscriptionDTO, ...]}``, each entry
+an ``action`` (PARTIAL_ADD, PARTIAL_REMOVE, COMPLETE_ADD, COMPLETE_REMOVE), ``clientId``,
+``group``, ``topic`` (the parent topic), ``liteTopicSet``, ``offsetOption`` and ``version``.
+Entries with a blank client id, group or topic are skipped. An add needs a group allowed to
+consume (else ILLEGAL_OPERATION with the ``IllegalStateException`` text) and, for PARTIAL_ADD,
+fewer active subscriptions on the broker than ``maxLiteSubscriptionCount`` (else
+LITE_SUBSCRIPTION_QUOTA_EXCEEDED). A missing body or an empty set is ILLEGAL_OPERATION.
+The changes go to the registry the gRPC endpoint uses (:mod:`broker.lite`); ``offsetOption`` is
+not applied (a lite topic is read from where the group's offset is).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from broker.controller import BrokerController
+from broker.service.services import BrokerServices
+from codec import fastjson
+from codec.codes import RequestCode, ResponseCode
+from codec.command import RemotingCommand
+from codec.errors import BodyError, RocketMQError
+from codec.headers.base import EmptyHeader
+from gateway.transport.dispatch import Dispatcher, RequestContext
+
+logger = logging.getLogger(__name__)
+
+MAX_LITE_SUBSCRIPTION_COUNT = 100000  # BrokerConfig.maxLiteSubscriptionCount
+ACTIONS = ("PARTIAL_ADD", "PARTIAL_REMOVE", "COMPLETE_ADD", "COMPLETE_REMOVE")  # LiteSubscriptionAction
+NOT_ALLOWED = "java.lang.IllegalStateException: Consumer group is not allowed to consume."
+QUOTA_EXCEEDED = "org.apache.rocketmq.broker.lite.LiteQuotaException: lite subscription quota exceeded {}"
+
+
+def _entries(body: bytes) -> list[dict[str, Any]]:
+    """The ``subscriptionSet`` entries; raises RocketMQError (SYSTEM_ERROR) for a body fastjson
+    could not read into a ``LiteSubscriptionCtlRequestBody``."""
+    try:
+        obj = fastjson.loads(body)
+    except BodyError as err:
+        raise RocketMQError(
+            f"bad LiteSubscriptionCtlRequestBody: {err}", response_code=ResponseCode.SYSTEM_ERROR
+        ) from err
+    entries = obj.get("subscriptionSet") if isinstance(obj, dict) else None
+    if entries is not None and not isinstance(entries, list):
+        raise RocketMQError(
+            "bad LiteSubscriptionCtlRequestBody: subscriptionSet", response_code=ResponseCode.SYSTEM_ERROR
+        )
+    found = [entry for entry in entries or () if isinstance(entry, dict)]
+    for entry in found:
+        if entry.get("action") not in ACTIONS:
+            raise RocketMQError(
+                f"unknown LiteSubscriptionAction: {entry.get('action')}",
+                response_code=ResponseCode.SYSTEM_ERROR,
+            )
+    return found
+
+
+class LiteSubscriptionCtlProcessor:
+    """LITE_SUBSCRIPTION_CTL over the broker's shared lite registry (module docstring)."""
+
+    def __init__(self, broker: BrokerController, services: BrokerServices) -> None:
+        self.broker = broker
+        self.services = services
+
+    def register(self, dispatcher: Dispatcher) -> None:
+        dispatcher.register(RequestCode.LITE_SUBSCRIPTION_CTL, self.lite_subscription_ctl, EmptyHeader)
+
+    def _consume_enabled(self, group: str) -> bool:
+        """``LiteMetadataUtil.isConsumeEnable``."""
+        config = self.broker.groups.find(group)
+        return config is not None and config.consume_enable
+
+    def lite_subscription_ctl(
+        self, _ctx: RequestContext, request: RemotingCommand, _header: EmptyHeader
+    ) -> RemotingCommand:
+        if not request.body:
+            return request.make_response(ResponseCode.ILLEGAL_OPERATION, "Request body is null.")
+        entries = _entries(bytes(request.body))
+        if not entries:
+            return request.make_response(
+                ResponseCode.ILLEGAL_OPERATION, "LiteSubscriptionCtlRequestBody is empty."
+            )
+        registry = self.services.lite
+        for entry in entries:
+            client_id, group, topic = (
+                str(entry.get(k) or "").strip() for k in ("clientId", "group", "topic")
+            )
+            if not (client_id and group and topic):
+                logger.warning("lite subscription entry without client id, group or topic: %s", entry)
+                continue
+            lite_topics = [str(t) for t in entry.get("liteTopicSet") or ()]
+            action = entry["action"]
+            if action in ("PARTIAL_ADD", "COMPLETE_ADD") and not self._consume_enabled(group):
+                return request.make_response(ResponseCode.ILLEGAL_OPERATION, NOT_ALLOWED)
+            if action == "PARTIAL_ADD":
+                if registry.active_count() >= MAX_LITE_SUBSCRIPTION_COUNT:
+                    return request.make_response(
+                        ResponseCode.LITE_SUBSCRIPTION_QUOTA_EXCEEDED,
+                        QUOTA_EXCEEDED.format(MAX_LITE_SUBSCRIPTION_COUNT),
+                    )
+                registry.add_partial(client_id, group, topic, lite_topics)
+                registry.open_events(client_id, self.broker.now_ms())
+            elif action == "PARTIAL_REMOVE":
+                registry.remove_partial(client_id, group, topic, lite_topics)
+            elif action == "COMPLETE_ADD":
+                registry.add_complete(client_id, group, topic, lite_topics)
+                registry.open_events(client_id, self.broker.now_ms())
+            else:
+                registry.remove_complete(client_id)
+            self.services.consume.polling.wake(topic, group, -1)
+        return request.make_response(ResponseCode.SUCCESS)
