@@ -48,6 +48,7 @@ from compat_tests.lite55_admin import (
 )
 from compat_tests.pop_raw import wait_route
 from compat_tests.reference import REFERENCE_LIBS, ReferenceServers, free_port, run_mqadmin
+from compat_tests.scenario import TEST_JVM_OPTIONS
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
 VERSION = "5.5.0"
@@ -294,3 +295,87 @@ def test_lite_simple_consumer(target: Endpoint, tmp_path: Path) -> None:
         assert failed[0].startswith(
             "FAILED LiteSubscriptionQuotaExceededException 42902, Lite subscription exceed quota: 0"
         ), "\n".join(lines)
+
+
+# --- The Java gRPC client 5.1.0 (compat_tests/java/grpc51, rmqgrpc51.LitePush) ------------------
+# Its own LITE parent and groups, made on the module's targets the first time a test here asks.
+
+JAVA_CLIENT = REPO / "compat_tests" / "java" / "grpc51" / "target"
+JAVA_PARENT = "LiteChatsJava"
+JAVA_PUSH_GROUP = "LiteJavaPushGroup"
+JAVA_QUOTA_GROUP = "LiteJavaQuotaGroup"
+JAVA_QUOTA = 2  # lite.sub.client.quota of JAVA_QUOTA_GROUP
+JAVA_RUN_S = 90  # the scenario's own deadline
+JAVA_TIMEOUT_S = JAVA_RUN_S + 60.0  # and the JVM's start and the client's shutdown on a busy machine
+
+
+@pytest.fixture(scope="module")
+def java_target(target: Endpoint, tmp_path_factory: pytest.TempPathFactory) -> Endpoint:
+    """The module's target with JAVA_PARENT, an orderly group bound to it and one with a quota."""
+    home = tmp_path_factory.mktemp(f"java-{target.name}")
+    topic = ("-c", "DefaultCluster", "-t", JAVA_PARENT, "-r", "4", "-w", "4", "-a", "+message.type=LITE")
+    mqadmin(target, home, "updateTopic", *topic)
+    wait_route(target.namesrv_addr, JAVA_PARENT)
+    bind = f"+lite.bind.topic={JAVA_PARENT}"
+    for group, attributes in (
+        (JAVA_PUSH_GROUP, bind),
+        (JAVA_QUOTA_GROUP, f"{bind},+lite.sub.client.quota={JAVA_QUOTA}"),
+    ):
+        mqadmin(
+            target, home, "updateSubGroup", "-c", "DefaultCluster", "-g", group, "-o", "true",
+            "--attributes", attributes,
+        )  # fmt: skip
+    return target
+
+
+def run_java_lite(target: Endpoint, tmp_path: Path, mode: str, group: str, count: int) -> list[str]:
+    """rmqgrpc51.LitePush on the target; its outcome lines, DONE last."""
+    if not (JAVA_CLIENT / "classes" / "rmqgrpc51" / "LitePush.class").is_file():
+        pytest.fail("the 5.1.0 gRPC client scenarios are missing: run scripts/setup-java.sh")
+    result = subprocess.run(
+        [
+            "java",
+            "-Xmx128m",
+            *TEST_JVM_OPTIONS,
+            f"-Duser.home={tmp_path}",
+            *("-cp", f"{JAVA_CLIENT / 'classes'}{os.pathsep}{JAVA_CLIENT / 'lib'}/*"),
+            "rmqgrpc51.LitePush",
+            *(target.grpc_addr, mode, JAVA_PARENT, group, str(count), str(JAVA_RUN_S)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=JAVA_TIMEOUT_S,
+        env={**os.environ, "HOME": str(tmp_path)},
+        check=False,
+    )
+    lines = [line for line in result.stdout.splitlines() if line.split(" ", 1)[0].isupper()]
+    assert lines, f"no outcome (exit {result.returncode}):\n{result.stderr[-3000:]}"
+    assert lines[-1] == "DONE", result.stdout + result.stderr[-3000:]
+    return lines
+
+
+def test_java_lite_push_consumer_gets_its_lite_topics_in_order_and_none_after_unsubscribing(
+    java_target: Endpoint, tmp_path: Path
+) -> None:
+    lines = run_java_lite(java_target, tmp_path, "push", JAVA_PUSH_GROUP, ROUNDS)
+    failed = [line for line in lines if line.startswith("FAILED")]
+    assert failed == [], "\n".join(lines)
+    received = [tuple(line.split()[1:]) for line in lines if line.startswith("RECEIVED")]
+    by_lite = {lite: [body for got_lite, body in received if got_lite == lite] for lite, _ in received}
+    # Exactly the subscribed lite topics, each in send order; l1 nothing after unsubscribing.
+    assert by_lite == {
+        "l0": [f"l0-{i}" for i in range(ROUNDS)] + ["l0-after"],
+        "l1": [f"l1-{i}" for i in range(ROUNDS)],
+    }, "\n".join(lines)
+    assert lines.index("UNSUBSCRIBED l1") > max(lines.index(f"RECEIVED l1 l1-{i}") for i in range(ROUNDS))
+
+
+def test_java_lite_subscription_beyond_the_group_quota(java_target: Endpoint, tmp_path: Path) -> None:
+    """The settings carry the group's quota; the client refuses the subscription beyond it."""
+    lines = run_java_lite(java_target, tmp_path, "quota", JAVA_QUOTA_GROUP, JAVA_QUOTA + 2)
+    assert lines == [
+        *(f"SUBSCRIBED q{i}" for i in range(JAVA_QUOTA)),
+        "QUOTA_EXCEEDED org.apache.rocketmq.client.java.exception.LiteSubscriptionQuotaExceededException"
+        f" [request-id=null, response-code=42902] Lite subscription quota exceeded {JAVA_QUOTA}",
+        "DONE",
+    ]

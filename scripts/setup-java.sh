@@ -4,11 +4,26 @@
 # one class per command, and the capture program) against each into target/classes-<version>/, and resolves
 # the reference Apache RocketMQ 5.3.3 broker, namesrv, tools and proxy into compat_tests/java/reference/target/lib/,
 # the second reference, 5.5.0's (reference55/pom.xml), into compat_tests/java/reference55/target/lib/,
-# and the 5.x gRPC client (grpc5/pom.xml) with its scenarios into grpc5/target/.
-# Idempotent: skipped when the sources and poms did not change since the last run (the stamp hashes
-# every pom and every src/rmqcompat/*.java). See compat_tests/java/README.md.
+# the 5.x gRPC client (grpc5/pom.xml) with its scenarios into grpc5/target/, and the 5.1 gRPC client
+# (grpc51/pom.xml, lite topics) with its scenarios into grpc51/target/.
+# Idempotent: each part is skipped when its sources and poms did not change since its last run.
+# grpc51 comes first, with a stamp of its own (grpc51/target/.stamp hashes grpc51/pom.xml and
+# grpc51/src/rmqgrpc51/*.java), so a change there rebuilds grpc51 alone; the rest shares
+# target/.stamp (every other pom, every src/rmqcompat/*.java and grpc5/src/rmqgrpc/*.java).
+# See compat_tests/java/README.md.
 set -euo pipefail
 cd "$(dirname "$0")/../compat_tests/java"
+# The RocketMQ 5 gRPC client of the 5.1 line (rocketmq-client-java 5.1.0: LitePushConsumer,
+# lite topics) and its scenarios.
+grpc51_stamp=$(cat grpc51/pom.xml grpc51/src/rmqgrpc51/*.java | sha1sum | cut -c1-12)
+if [ ! -f grpc51/target/.stamp ] || [ "$(cat grpc51/target/.stamp)" != "$grpc51_stamp" ]; then
+  (cd grpc51 && mvn -q -B dependency:copy-dependencies -DoutputDirectory=target/lib)
+  rm -rf grpc51/target/classes.new && mkdir -p grpc51/target/classes.new
+  javac -nowarn -d grpc51/target/classes.new -cp "grpc51/target/lib/*" grpc51/src/rmqgrpc51/*.java
+  rm -rf grpc51/target/classes && mv grpc51/target/classes.new grpc51/target/classes
+  echo "$grpc51_stamp" > grpc51/target/.stamp
+  echo "java: gRPC client 5.1.0 resolved, its lite scenarios compiled"
+fi
 stamp_value=$(cat pom.xml reference/pom.xml reference55/pom.xml src/rmqcompat/*.java grpc5/pom.xml grpc5/src/rmqgrpc/*.java | sha1sum | cut -c1-12)
 if [ -f target/.stamp ] && [ "$(cat target/.stamp)" = "$stamp_value" ]; then
   exit 0
