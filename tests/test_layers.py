@@ -65,6 +65,8 @@ MAY_WAIT = frozenset(
         "broker.pop.notification",  # NOTIFICATION waits like a POP for an arrival or its poll time
         "broker.grpc.consumer",  # ReceiveMessage long-polls through the POP processor
         "broker.grpc.lite",  # a lite consumer's ReceiveMessage long-polls over its lite queues
+        "broker.processors.lite_admin",  # TRIGGER_LITE_DISPATCH wakes a group's long-polling receives
+        "broker.processors.lite_subscription",  # a subscription change wakes the client's receive
         "broker.grpc.renewer",  # the loop renewing push consumers' receipt handles
         "broker.grpc.service",  # the gRPC method table, which holds ReceiveMessage
         "broker.ha.service",  # the master's HA port: slave connections, SYNC_MASTER waits for acks
