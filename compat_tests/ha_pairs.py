@@ -5,8 +5,9 @@ or restart the slave. Both brokers register to the NameServer given; the master'
 listen port + 1 and the slave learns it from its registration answer.
 
 Plus the few remoting calls the scenarios make, each its own short connection (``trio.run``):
-create a topic, send bodies (one after another, or a burst from concurrent connections), pull
-everything a broker serves, ask for the HA status and for committed consumer offsets.
+create a topic or a subscription group, commit an offset, send bodies (one after another, or a
+burst from concurrent connections), pull everything a broker serves, ask for the HA status, for
+committed consumer offsets and for a broker's whole metadata (its topics, groups and offsets).
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import trio
 
+from codec import fastjson
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.errors import RocketMQError
@@ -194,6 +196,62 @@ def create_topic(addr: str, topic: str) -> None:
     """UPDATE_AND_CREATE_TOPIC with :data:`QUEUES` queues (as ``mqadmin updateTopic -b addr``)."""
     resp = invoke(addr, create_topic_command(topic, str(QUEUES), str(QUEUES)))
     assert resp.code == ResponseCode.SUCCESS, resp.remark
+
+
+def create_group(addr: str, group: str, retry_max_times: int) -> None:
+    """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP with a ``SubscriptionGroupConfig`` body."""
+    config = {"groupName": group, "consumeEnable": True, "retryMaxTimes": retry_max_times}
+    request = RemotingCommand.request(
+        RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, EmptyHeader(), body=json.dumps(config).encode()
+    )
+    resp = invoke(addr, request)
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+
+
+def commit_offset(addr: str, group: str, topic: str, queue_id: int, offset: int) -> None:
+    """UPDATE_CONSUMER_OFFSET, as a consumer's offset store sends it."""
+    fields = {"consumerGroup": group, "topic": topic, "queueId": str(queue_id), "commitOffset": str(offset)}
+    resp = invoke(addr, RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, fields))
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+
+
+@dataclass
+class Metadata:
+    """A broker's tables as its GET_ALL_TOPIC_CONFIG, GET_ALL_SUBSCRIPTIONGROUP_CONFIG and
+    GET_ALL_CONSUMER_OFFSET answers give them (offsets: ``topic@group`` -> queue id -> offset)."""
+
+    topics: dict[str, dict[str, object]]
+    groups: dict[str, dict[str, object]]
+    offsets: dict[str, dict[int, int]]
+
+
+def metadata(addr: str) -> Metadata:
+    """The three tables of the broker at ``addr``, on one connection."""
+
+    async def run() -> list[dict[str, Any]]:
+        docs = []
+        async with connect(addr) as conn:
+            for code in (
+                RequestCode.GET_ALL_TOPIC_CONFIG,
+                RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+                RequestCode.GET_ALL_CONSUMER_OFFSET,
+            ):
+                resp = await conn.invoke(RemotingCommand.request(code, EmptyHeader()), 10)
+                assert resp.code == ResponseCode.SUCCESS, resp.remark
+                doc = fastjson.loads(resp.body)
+                assert isinstance(doc, dict)
+                docs.append(doc)
+        return docs
+
+    topics, groups, offsets = trio.run(run)
+    return Metadata(
+        topics=dict(topics.get("topicConfigTable") or {}),
+        groups=dict(groups.get("subscriptionGroupTable") or {}),
+        offsets={
+            str(key): {int(q): int(o) for q, o in table.items()}
+            for key, table in (offsets.get("offsetTable") or {}).items()
+        },
+    )
 
 
 def send_bodies(addr: str, topic: str, bodies: list[bytes]) -> list[int]:

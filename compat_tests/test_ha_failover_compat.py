@@ -2,6 +2,8 @@
 RocketMQ 5.3.3 pair (:mod:`compat_tests.ha_pairs`) with the same assertions, in this order on
 one pair per module run (a module-scoped fixture: three JVM brokers starts for the real pair):
 
+0. a topic, a subscription group and a committed offset created on the master reach the slave
+   within the metadata sync period (``SlaveSynchronize``: 60 s), with the master's values;
 1. an unmodified 5.3.3 ``DefaultMQPushConsumer`` keeps consuming from the slave while the master
    is killed (the slave has ``slaveReadEnable``), commits its offsets there, and once the master
    is back its offsets reach the master, with no message delivered twice;
@@ -14,14 +16,20 @@ one pair per module run (a module-scoped fixture: three JVM brokers starts for t
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from codec.codes import ResponseCode
 from compat_tests.ha_pairs import (
     QUEUES,
+    Metadata,
     PairEnv,
+    commit_offset,
+    committed_offsets,
+    create_group,
+    create_topic,
+    metadata,
     running_pair,
     send_bodies,
     send_burst,
@@ -45,6 +53,12 @@ ROUTE_S = 60.0  # a (re)started broker registers; a killed one's channel closes 
 REPLICATE_S = 60.0
 #: The client polls routes every 30 s (pollNameServerInterval) and persists offsets every 5 s.
 CONSUME_S = 120.0
+SYNC_TOPIC, SYNC_GROUP = "HaSyncT", "ha_sync_cg"
+SYNC_RETRY_MAX = 7
+SYNC_OFFSETS = {0: 3, 2: 5}  # queue id -> committed offset
+#: A slave's metadata sync runs when 60 s have passed since the last one (checked every 3 s by
+#: the real slave's BrokerController), plus a margin for a loaded machine.
+SYNC_S = 60.0 + 20.0
 
 
 @pytest.fixture(scope="module", params=["ours", "real"])
@@ -52,6 +66,43 @@ def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     root = tmp_path_factory.mktemp(f"ha-failover-{request.param}")
     with running_pair(root, (request.param, request.param), TOPIC, MASTER_CONF, SLAVE_CONF, ROUTE_S) as env:
         yield env
+
+
+def test_slave_copies_a_new_topic_group_and_offset_within_the_sync_period(env: PairEnv) -> None:
+    pair = env.pair
+    create_topic(pair.master_addr, SYNC_TOPIC)
+    create_group(pair.master_addr, SYNC_GROUP, SYNC_RETRY_MAX)
+    for queue_id, offset in SYNC_OFFSETS.items():
+        commit_offset(pair.master_addr, SYNC_GROUP, SYNC_TOPIC, queue_id, offset)
+    created = time.monotonic()  # the last of the three now exists on the master
+    key = f"{SYNC_TOPIC}@{SYNC_GROUP}"
+    targets: dict[str, Callable[[Metadata], bool]] = {
+        "topic": lambda m: SYNC_TOPIC in m.topics,
+        "group": lambda m: SYNC_GROUP in m.groups,
+        "offsets": lambda m: key in m.offsets,
+    }
+    delays: dict[str, float] = {}
+    while True:
+        seen = metadata(pair.slave_addr)
+        now = time.monotonic() - created
+        delays |= {name: now for name, present in targets.items() if name not in delays and present(seen)}
+        if len(delays) == len(targets):
+            break
+        assert now < SYNC_S, f"after {now:.1f} s the slave lacks {sorted(set(targets) - set(delays))}"
+        time.sleep(0.5)
+    print(f"{type(pair.slave).__name__} sync delays:", {name: round(d, 1) for name, d in delays.items()})
+
+    master = metadata(pair.master_addr)
+    topic, group = seen.topics[SYNC_TOPIC], seen.groups[SYNC_GROUP]
+    assert topic == master.topics[SYNC_TOPIC]
+    want_topic = {"topicName": SYNC_TOPIC, "readQueueNums": QUEUES, "writeQueueNums": QUEUES, "perm": 6}
+    assert {k: topic[k] for k in want_topic} == want_topic
+    assert group == master.groups[SYNC_GROUP]
+    want_group = {"groupName": SYNC_GROUP, "consumeEnable": True, "retryMaxTimes": SYNC_RETRY_MAX}
+    assert {k: group[k] for k in want_group} == want_group
+    assert seen.offsets[key] == master.offsets[key] == SYNC_OFFSETS
+    committed = committed_offsets(pair.slave_addr, SYNC_GROUP, SYNC_TOPIC)
+    assert {queue_id: committed[queue_id] for queue_id in SYNC_OFFSETS} == SYNC_OFFSETS
 
 
 def test_push_consumer_reads_the_slave_while_the_master_is_down(env: PairEnv) -> None:

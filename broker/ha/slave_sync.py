@@ -53,11 +53,15 @@ class SlaveSynchronize:
     """See the module docstring."""
 
     def __init__(
-        self, controller: BrokerController, sign: Callable[[RemotingCommand], None] | None = None
+        self,
+        controller: BrokerController,
+        sign: Callable[[RemotingCommand], None] | None = None,
+        period_s: float = SYNC_PERIOD_S,
     ) -> None:
         self.controller = controller
         self.tables = controller.tables
         self.sign = sign
+        self.period_s = period_s
         self.master_addr = ""
         self.syncs = 0
         self._known = trio.Event()
@@ -69,12 +73,14 @@ class SlaveSynchronize:
             self._known.set()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Once the master is known: a round, then the next one when ``period_s`` have passed
+        or at once when the master's address changes."""
         task_status.started()
+        await self._known.wait()
         while True:
-            await self._known.wait()
             self._known = trio.Event()
-            with trio.move_on_after(SYNC_PERIOD_S):
-                await self.sync_all()
+            await self.sync_all()
+            with trio.move_on_after(self.period_s):
                 await self._known.wait()
 
     async def sync_all(self) -> None:

@@ -21,6 +21,7 @@ import trio
 from broker.app import BrokerApp
 from broker.config import BrokerConfig
 from broker.ha.roles import REJECT_REMARK, apply_broker_role, suggest_which_broker_id
+from broker.ha.slave_sync import SlaveSynchronize
 from codec import fastjson
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
@@ -35,6 +36,7 @@ from gateway.transport.connection import Connection
 from store.config import StoreConfig
 from store.ha import REPORT, TRANSFER_HEADER
 from tests.broker.helpers import pull_request, send_request
+from tests.fault.helpers import create_topic_command
 from tests.helpers import broker_config
 
 TOPIC = "HaT"
@@ -194,6 +196,53 @@ async def test_sync_master_with_one_in_sync_replica_answers_at_once(tmp_path: Pa
         with trio.fail_after(2):
             resp = await mconn.invoke(send_request(TOPIC, b"alone"), 5)
         assert resp.code == ResponseCode.SUCCESS
+
+
+async def test_slave_sync_runs_again_every_period_and_copies_what_the_master_created(tmp_path: Path) -> None:
+    """``SlaveSynchronize.syncAll`` repeats every period without any change of the master's
+    address: a topic, a group and an offset created on the master after the first round reach
+    the slave in a later one."""
+    async with broker(tmp_path / "m") as (master, mconn):
+        await create_topic(mconn)
+        async with broker(tmp_path / "s", brokerRole="SLAVE", haMasterAddress=ha_addr(master)) as (slave, _):
+            sync = SlaveSynchronize(slave.controller, period_s=0.2)
+            async with trio.open_nursery() as nursery:
+                await nursery.start(sync.run)
+                sync.set_master_addr(master.controller.config.broker_addr)
+                with trio.fail_after(DEADLINE_S):
+                    while sync.syncs < 1:  # noqa: ASYNC110 - the sync task's counter
+                        await trio.sleep(0.01)
+                assert slave.controller.topics.select(TOPIC) is not None
+                assert slave.controller.topics.select("HaSyncT") is None
+                first = sync.syncs
+
+                body = fastjson.dumps({"groupName": "ha_sync_cg", "retryMaxTimes": 7})
+                resp = await mconn.invoke(admin(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body), 5)
+                assert resp.code == ResponseCode.SUCCESS
+                topic = create_topic_command("HaSyncT")  # 4 read and write queues, perm 6
+                assert (await mconn.invoke(topic, 5)).code == ResponseCode.SUCCESS
+                fields = {
+                    "consumerGroup": "ha_sync_cg",
+                    "topic": "HaSyncT",
+                    "queueId": "2",
+                    "commitOffset": "5",
+                }
+                resp = await mconn.invoke(
+                    RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, fields), 5
+                )
+                assert resp.code == ResponseCode.SUCCESS
+
+                with trio.fail_after(DEADLINE_S):
+                    while slave.controller.offsets.query("ha_sync_cg", "HaSyncT", 2) != 5:  # noqa: ASYNC110
+                        await trio.sleep(0.01)
+                assert sync.syncs > first
+                copied = slave.controller.topics.select("HaSyncT")
+                assert copied is not None
+                assert (copied.read_queue_nums, copied.write_queue_nums, copied.perm) == (4, 4, 6)
+                group = slave.controller.groups.find("ha_sync_cg", create=False)
+                assert group is not None
+                assert group.retry_max_times == 7
+                nursery.cancel_scope.cancel()
 
 
 async def receive_exactly(stream: trio.SocketStream, n: int) -> bytes:
