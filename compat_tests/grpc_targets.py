@@ -40,6 +40,7 @@ from compat_tests.reference import (
     wait_for_line,
 )
 from compat_tests.scenario import TEST_JVM_OPTIONS
+from gateway.testing.probe import wait_ready
 from gateway.transport.client import connect
 
 GRPC_CLIENT = JAVA_DIR / "grpc5" / "target"
@@ -61,6 +62,7 @@ TX_CONF = {
     "recallMessageEnable": "true",  # RECALL_MESSAGE is refused by default (BrokerConfig)
 }
 RUN_TIMEOUT_S = 120.0  # one Java producer run on a busy 2-core machine
+REGISTER_TIMEOUT_S = 60.0  # the real Proxy's broker registering with the NameServer
 
 
 @dataclass
@@ -123,6 +125,8 @@ def start_real(
         servers.start_namesrv()
         grpc_port = free_port()
         servers.start_proxy(grpc_port, free_port(), proxy_conf)
+        # "startup successfully" can come before the broker inside the Proxy has registered.
+        wait_ready(servers.namesrv_addr, REGISTER_TIMEOUT_S)
     except BaseException:
         servers.stop()
         raise
