@@ -24,7 +24,8 @@ from compat_tests.reference import BROKER_PORT_OFFSETS
 from gateway.testing.ports import free_port
 from tests.broker.ha_process import Server
 from tests.fault.helpers import create_topic_command
-from tests.fault.wire import BlockingClient, pull_bodies, send_one
+from tests.fault.kill_loop import send_until_stopped
+from tests.fault.wire import BlockingClient, pull_bodies
 
 BROKER_NAME = "ha-kill"
 FILE_SIZE = 64 * 1024 * 1024  # one commit-log file: a new slave copies everything
@@ -109,20 +110,6 @@ class PairProcesses:
                 server.kill()
 
 
-def _sender(address: str, topic: str, prefix: str, acked: list[bytes], stop: threading.Event) -> None:
-    """Send until the connection dies or ``stop``; record each body acknowledged SUCCESS."""
-    seq = 0
-    try:
-        with BlockingClient(address, timeout_s=5) as client:
-            while not stop.is_set():
-                body = f"{prefix}-{seq}".encode()
-                send_one(client, topic, body, timeout_s=10)
-                acked.append(body)
-                seq += 1
-    except (OSError, ConnectionError, TimeoutError, AssertionError):
-        return  # the master was killed under us (or answered otherwise): `acked` holds the SUCCESSes
-
-
 def _missing(address: str, topics: list[str], acked: dict[str, list[bytes]]) -> list[str]:
     with BlockingClient(address) as client:
         lost: list[str] = []
@@ -155,7 +142,9 @@ def run_ha_kill_loop(
             stop = threading.Event()
             threads = [
                 threading.Thread(
-                    target=_sender, args=(pair.master_addr, t, f"c{cycle}s{i}", acked[t], stop), daemon=True
+                    target=send_until_stopped,
+                    args=(pair.master_addr, t, f"c{cycle}s{i}", acked[t], stop),
+                    daemon=True,
                 )
                 for i, t in enumerate(topics)
             ]

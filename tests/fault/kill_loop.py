@@ -36,8 +36,10 @@ class KillLoopResult:
     elapsed_s: float = 0.0
 
 
-def _sender(address: str, topic: str, prefix: str, acked: list[bytes], stop: threading.Event) -> None:
-    """Send until the connection dies or ``stop``; record each acknowledged body."""
+def send_until_stopped(
+    address: str, topic: str, prefix: str, acked: list[bytes], stop: threading.Event
+) -> None:
+    """Send until the connection dies or ``stop``; record each body acknowledged SUCCESS."""
     seq = 0
     try:
         with BlockingClient(address, timeout_s=5) as client:
@@ -47,7 +49,7 @@ def _sender(address: str, topic: str, prefix: str, acked: list[bytes], stop: thr
                 acked.append(body)
                 seq += 1
     except (OSError, ConnectionError, TimeoutError, AssertionError):
-        return  # the broker was killed under us: what was acknowledged is in `acked`
+        return  # the broker was killed under us (or answered otherwise): `acked` holds the SUCCESSes
 
 
 def _verify(gateway: GatewayProcess, topics: list[str], acked: dict[str, list[bytes]]) -> list[str]:
@@ -101,7 +103,7 @@ def run_kill_loop(
             stop = threading.Event()
             threads = [
                 threading.Thread(
-                    target=_sender,
+                    target=send_until_stopped,
                     args=(gateway.broker_addr, t, f"c{cycle}s{i}", acked[t], stop),
                     daemon=True,
                 )
