@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from codec.bodies.register import TopicConfig
@@ -33,6 +34,7 @@ from codec.headers.pull import PullMessageRequestHeader, PullSysFlag
 from codec.message import MessageRecord, iter_records
 from compat_tests.reference import (
     JAVA_DIR,
+    REFERENCE_LIBS,
     ReferenceServers,
     free_port,
     stop,
@@ -133,6 +135,37 @@ def start_real(
     return GrpcTarget(
         "real", f"127.0.0.1:{grpc_port}", servers.broker_addr, servers.namesrv_addr, workdir, servers=servers
     )
+
+
+@dataclass
+class Endpoint:
+    """A gRPC endpoint and its NameServer (ours, or the real Proxy in cluster mode)."""
+
+    name: str
+    grpc_addr: str
+    namesrv_addr: str
+
+
+def start_cluster_reference(
+    workdir: Path, version: str, conf: Mapping[str, str] | None = None
+) -> tuple[Endpoint, ReferenceServers]:
+    """The real NameServer, broker (``conf`` in its broker.conf) and Proxy in cluster mode of
+    ``version``, registered and started."""
+    if not REFERENCE_LIBS[version].is_dir():
+        pytest.fail(f"the {version} reference jars are missing: run scripts/setup-java.sh")
+    extra_conf = tuple(f"{k}={v}" for k, v in (conf or {}).items())
+    servers = ReferenceServers.on_loopback(workdir, version=version, extra_conf=extra_conf)
+    servers.checks_exits = True
+    try:
+        servers.start_namesrv()
+        servers.start_broker()
+        servers.wait_registered()
+        grpc_port = free_port()
+        servers.start_cluster_proxy(grpc_port, free_port())
+    except BaseException:
+        servers.stop(kill=True)
+        raise
+    return Endpoint("reference", f"127.0.0.1:{grpc_port}", servers.namesrv_addr), servers
 
 
 def produce(target: GrpcTarget, *, tls: bool, topic: str, count: int, option: str = "") -> list[str]:

@@ -23,14 +23,13 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
 import pytest
 
 from codec.codes import ResponseCode
-from compat_tests.grpc_targets import start_ours
+from compat_tests.grpc_targets import Endpoint, start_cluster_reference, start_ours
 from compat_tests.lite55_admin import (
     ADMIN_CLIENT,
     ADMIN_LMQS,
@@ -47,7 +46,7 @@ from compat_tests.lite55_admin import (
     subscribe_over_remoting,
 )
 from compat_tests.pop_raw import wait_route
-from compat_tests.reference import REFERENCE_LIBS, ReferenceServers, free_port, run_mqadmin
+from compat_tests.reference import run_mqadmin
 from compat_tests.scenario import TEST_JVM_OPTIONS
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
@@ -57,31 +56,6 @@ SERVICE = "/apache.rocketmq.v2.MessagingService/"
 METADATA = (("x-mq-client-id", "lite-check"), ("x-mq-language", "PYTHON"), ("x-mq-protocol", "v2"))
 ROUNDS = 3
 LMQ_CONF = {"enableLmq": "true", "enableMultiDispatch": "true"}
-
-
-@dataclass
-class Endpoint:
-    name: str
-    grpc_addr: str
-    namesrv_addr: str
-
-
-def start_reference(workdir: Path) -> tuple[Endpoint, ReferenceServers]:
-    if not REFERENCE_LIBS[VERSION].is_dir():
-        pytest.fail("the 5.5.0 reference jars are missing: run scripts/setup-java.sh")
-    extra_conf = tuple(f"{k}={v}" for k, v in LMQ_CONF.items())
-    servers = ReferenceServers.on_loopback(workdir, version=VERSION, extra_conf=extra_conf)
-    servers.checks_exits = True
-    try:
-        servers.start_namesrv()
-        servers.start_broker()
-        servers.wait_registered()
-        grpc_port = free_port()
-        servers.start_cluster_proxy(grpc_port, free_port())
-    except BaseException:
-        servers.stop(kill=True)
-        raise
-    return Endpoint("reference", f"127.0.0.1:{grpc_port}", servers.namesrv_addr), servers
 
 
 @pytest.fixture(scope="module", params=("ours", f"reference-{VERSION}"))
@@ -96,7 +70,7 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         finally:
             ours.stop()
     else:
-        endpoint, servers = start_reference(workdir)
+        endpoint, servers = start_cluster_reference(workdir, VERSION, LMQ_CONF)
         try:
             create_resources(endpoint, workdir)
             yield endpoint

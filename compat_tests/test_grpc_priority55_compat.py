@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,9 +20,9 @@ import grpc
 import pytest
 from google.protobuf.message import Message as ProtoMessage
 
-from compat_tests.grpc_targets import start_ours
+from compat_tests.grpc_targets import Endpoint, start_cluster_reference, start_ours
 from compat_tests.pop_raw import wait_route
-from compat_tests.reference import REFERENCE_LIBS, ReferenceServers, free_port, run_mqadmin
+from compat_tests.reference import run_mqadmin
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
 VERSION = "5.5.0"
@@ -41,30 +40,6 @@ EXPECTED += [("m0", "0"), ("m5", "0")]
 R = TypeVar("R", bound=ProtoMessage)
 
 
-@dataclass
-class Endpoint:
-    name: str
-    grpc_addr: str
-    namesrv_addr: str
-
-
-def start_reference(workdir: Path) -> tuple[Endpoint, ReferenceServers]:
-    if not REFERENCE_LIBS[VERSION].is_dir():
-        pytest.fail("the 5.5.0 reference jars are missing: run scripts/setup-java.sh")
-    servers = ReferenceServers.on_loopback(workdir, version=VERSION)
-    servers.checks_exits = True
-    try:
-        servers.start_namesrv()
-        servers.start_broker()
-        servers.wait_registered()
-        grpc_port = free_port()
-        servers.start_cluster_proxy(grpc_port, free_port())
-    except BaseException:
-        servers.stop(kill=True)
-        raise
-    return Endpoint("reference", f"127.0.0.1:{grpc_port}", servers.namesrv_addr), servers
-
-
 @pytest.fixture(scope="module", params=("ours", f"reference-{VERSION}"))
 def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
     workdir = tmp_path_factory.mktemp(request.param)
@@ -77,7 +52,7 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         finally:
             ours.stop()
     else:
-        endpoint, servers = start_reference(workdir)
+        endpoint, servers = start_cluster_reference(workdir, VERSION)
         try:
             create_topics(endpoint, workdir)
             yield endpoint
