@@ -1,5 +1,5 @@
 """Lite topics through the Python RocketMQ 5 gRPC client (rocketmq-python-client 5.1.2,
-unmodified), run as its own process by ``compat_tests/test_grpc_lite55_compat.py``.
+unmodified), run as its own process by ``compat_tests/test_grpc55_compat.py``.
 
 ``push``: a LitePushConsumer of GROUP bound to TOPIC subscribes to the lite topics ``l0`` and
 ``l1``; a Producer sends ROUNDS messages to each of ``l0`` .. ``l3`` (bodies ``<lite>-<round>``,

@@ -1,4 +1,4 @@
-"""The lite admin part of ``compat_tests/test_grpc_lite55_compat.py``: the resources' names, the
+"""The lite admin part of ``compat_tests/test_grpc55_compat.py``: the resources' names, the
 six lite subcommands of the 5.5.0 ``mqadmin`` run in one JVM, their output normalized and expected
 (the same on our gateway and on the real 5.5.0, after that module's push scenario), raw lite
 admin requests with the refusals both brokers give, and LITE_SUBSCRIPTION_CTL as a cluster-mode

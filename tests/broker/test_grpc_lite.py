@@ -4,7 +4,7 @@ SendMessage stores a message with a ``lite_topic`` under a LITE topic in that li
 queue and refuses it elsewhere; SyncLiteSubscription checks the group's bound topic and quota; a
 lite consumer receives only its lite topics' messages, one lite topic FIFO, and nothing of a lite
 topic it left. (The same with the Python client beside the real 5.5.0 Proxy:
-compat_tests/test_grpc_lite55_compat.py.)
+compat_tests/test_grpc55_compat.py.)
 """
 
 from __future__ import annotations

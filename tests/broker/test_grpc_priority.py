@@ -3,7 +3,7 @@
 SendMessage turns ``system_properties.priority`` into the message property the broker places by,
 ReceiveMessage hands a backlog back highest priority first with each message's priority and type
 PRIORITY, QueryRoute answers PRIORITY as the type a priority topic's queues accept. (The same beside
-the real 5.5.0 Proxy with the Python client: compat_tests/test_grpc_priority55_compat.py.)
+the real 5.5.0 Proxy with the Python client: compat_tests/test_grpc55_compat.py.)
 """
 
 from __future__ import annotations

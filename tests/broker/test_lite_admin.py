@@ -1,6 +1,6 @@
 """The 5.5 lite admin request codes (``LiteManagerProcessor``) on a broker assembled in-process,
 without sockets: the bodies as fastjson writes them and Java's refusals. (The same through the
-5.5.0 ``mqadmin`` beside the real 5.5.0 broker: compat_tests/test_grpc_lite55_compat.py.)"""
+5.5.0 ``mqadmin`` beside the real 5.5.0 broker: compat_tests/test_grpc55_compat.py.)"""
 
 from __future__ import annotations
 

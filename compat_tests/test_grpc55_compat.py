@@ -1,6 +1,6 @@
-"""Lite topics over gRPC on our gateway and on Apache RocketMQ 5.5.0's Proxy (cluster mode, its
-NameServer and a broker with ``enableLmq`` and ``enableMultiDispatch``, from Maven Central's
-jars), one start of each for the module.
+"""RocketMQ 5.5 over gRPC, lite topics and priority messages, on our gateway and on Apache RocketMQ
+5.5.0's Proxy (cluster mode, its NameServer and a broker with ``enableLmq`` and
+``enableMultiDispatch``, from Maven Central's jars), one start of each for the module.
 
 The Python gRPC client (rocketmq-python-client 5.1.2, unmodified): a LitePushConsumer
 subscribed to 2 of 4 lite topics gets exactly their messages, in send order within each lite
@@ -15,6 +15,11 @@ quota check (0 lite topics) refuses ``subscribe_lite`` (``docs/lite.md``).
 After the push scenario, the six lite subcommands of the 5.5.0 ``mqadmin`` (getBrokerLiteInfo,
 getParentTopicInfo, getLiteTopicInfo, getLiteClientInfo, getLiteGroupInfo, triggerLiteDispatch)
 print the same lines on both, times aside, and raw lite admin requests get the same refusals.
+
+Priority (``docs/priority.md``): the Python client sends a backlog of mixed priorities and a
+SimpleConsumer receives it in the same order from both, each message with its priority and the
+type PRIORITY; raw SendMessage and QueryRoute calls get the same answers from both, refusals
+included.
 """
 
 from __future__ import annotations
@@ -46,6 +51,16 @@ from compat_tests.lite55_admin import (
     subscribe_over_remoting,
 )
 from compat_tests.pop_raw import wait_route
+from compat_tests.priority55_grpc import (
+    EXPECTED,
+    PRIORITIES,
+    PRIORITY_GROUP,
+    PRIORITY_NORMAL_TOPIC,
+    PRIORITY_TOPIC,
+    call,
+    create_priority_topics,
+    send_priority,
+)
 from compat_tests.reference import run_mqadmin
 from compat_tests.scenario import TEST_JVM_OPTIONS
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
@@ -66,6 +81,7 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         try:
             endpoint = Endpoint("ours", ours.grpc_addr, ours.namesrv_addr)
             create_resources(endpoint, workdir)
+            create_priority_topics(endpoint, workdir)
             yield endpoint
         finally:
             ours.stop()
@@ -73,6 +89,7 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         endpoint, servers = start_cluster_reference(workdir, VERSION, LMQ_CONF)
         try:
             create_resources(endpoint, workdir)
+            create_priority_topics(endpoint, workdir)
             yield endpoint
         finally:
             servers.stop(kill=True)
@@ -353,3 +370,77 @@ def test_java_lite_subscription_beyond_the_group_quota(java_target: Endpoint, tm
         f" [request-id=null, response-code=42902] Lite subscription quota exceeded {JAVA_QUOTA}",
         "DONE",
     ]
+
+
+# --- Priority messages (the Python client 5.1.2) -----------------------------------------------
+
+
+def test_route_of_a_priority_topic(target: Endpoint) -> None:
+    endpoints = pb.Endpoints(scheme=pb.IPv4, addresses=[pb.Address(host="127.0.0.1", port=1)])
+    request = pb.QueryRouteRequest(topic=pb.Resource(name=PRIORITY_TOPIC), endpoints=endpoints)
+    route = call(target, "QueryRoute", request, pb.QueryRouteResponse)
+    assert route.status.code == pb.OK, route.status
+    assert {tuple(q.accept_message_types) for q in route.message_queues} == {(pb.PRIORITY,)}
+
+
+def test_refusals_of_priority_sends(target: Endpoint) -> None:
+    conflict = (
+        "org.apache.rocketmq.proxy.common.ProxyException:"
+        " TopicMessageType validate failed, the expected type is {}, but actual type is {}"
+    )
+    answers = {
+        "priority on a normal topic": send_priority(
+            target, PRIORITY_NORMAL_TOPIC, "prio-normal", message_type=pb.PRIORITY, priority=1
+        ),
+        "normal on a priority topic": send_priority(
+            target, PRIORITY_TOPIC, "normal-prio", message_type=pb.NORMAL
+        ),
+        "negative priority": send_priority(
+            target, PRIORITY_TOPIC, "negative", message_type=pb.PRIORITY, priority=-1
+        ),
+        "priority as a user property": send_priority(
+            target, PRIORITY_TOPIC, "user-prop", message_type=pb.PRIORITY
+        ),
+    }
+    assert answers == {
+        "priority on a normal topic": (
+            pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+            conflict.format("NORMAL", "PRIORITY"),
+        ),
+        "normal on a priority topic": (
+            pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+            conflict.format("PRIORITY", "NORMAL"),
+        ),
+        "negative priority": (
+            pb.INTERNAL_SERVER_ERROR,
+            "The priority must be greater than or equal to 0. IllegalArgumentException."
+            " org.apache.rocketmq.common.message.Message.setPriority(Message.java:161)",
+        ),
+        "priority as a user property": (
+            pb.ILLEGAL_MESSAGE_PROPERTY_KEY,
+            "property is used by system: _SYS_MSG_PRIORITY_",
+        ),
+    }
+
+
+def test_python_client_backlog_comes_back_highest_priority_first(target: Endpoint, tmp_path: Path) -> None:
+    """Sent after the refusals, which stored nothing: the backlog is these nine messages only."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            *("-m", "compat_tests.grpc_python_priority", target.grpc_addr, PRIORITY_TOPIC, PRIORITY_GROUP),
+            *PRIORITIES,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=REPO,
+        env={**os.environ, "HOME": str(tmp_path)},
+        check=False,
+    )
+    lines = result.stdout.splitlines()
+    received = [tuple(line.split()[1:]) for line in lines if line.startswith("RECEIVED")]
+    assert received == EXPECTED, result.stdout + result.stderr[-2000:]
+    types = [tuple(line.split()[1:]) for line in lines if line.startswith("TYPE")]
+    assert types == [(body, str(pb.PRIORITY)) for body, _ in EXPECTED], result.stdout
+    assert lines[-1] == "DONE", result.stdout
