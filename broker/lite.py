@@ -38,6 +38,10 @@ LITE_TOPIC_PREFIX = "%LMQ%$"  # LiteUtil.LITE_TOPIC_PREFIX
 SEPARATOR = "$"  # LiteUtil.SEPARATOR
 LITE_BIND_TOPIC = "lite.bind.topic"  # SubscriptionGroupAttributes.LITE_BIND_TOPIC_ATTRIBUTE
 LITE_SUB_CLIENT_QUOTA = "lite.sub.client.quota"  # SubscriptionGroupAttributes.LITE_SUB_CLIENT_QUOTA_ATTRIBUTE
+LITE_SUB_MODEL = "lite.sub.model"  # SubscriptionGroupAttributes.LITE_SUB_MODEL_ATTRIBUTE: Shared, Exclusive
+LITE_SUB_EXCLUSIVE = "Exclusive"  # LiteSubModel.Exclusive
+LITE_SUB_RESET_OFFSET_EXCLUSIVE = "lite.sub.reset.offset.exclusive"  # boolean, default false
+LITE_SUB_RESET_OFFSET_UNSUBSCRIBE = "lite.sub.reset.offset.unsubscribe"  # boolean, default false
 DEFAULT_LITE_SUB_CLIENT_QUOTA = 2000
 MAX_LITE_TOPIC_SIZE = 64  # ProxyConfig.maxLiteTopicSize, UTF-8 bytes
 QUOTA_BUFFER = 300  # ClientProcessor.validateLiteSubscriptionQuota
@@ -104,6 +108,17 @@ def lite_sub_client_quota(group_attributes: Mapping[str, str]) -> int:
         return int(text) if text is not None else DEFAULT_LITE_SUB_CLIENT_QUOTA
     except ValueError:
         return DEFAULT_LITE_SUB_CLIENT_QUOTA
+
+
+def lite_sub_exclusive(group_attributes: Mapping[str, str]) -> bool:
+    """``SubscriptionGroupConfig.isLiteSubExclusive``: ``lite.sub.model`` is ``Exclusive``."""
+    return _attribute(group_attributes, LITE_SUB_MODEL) == LITE_SUB_EXCLUSIVE
+
+
+def group_flag(group_attributes: Mapping[str, str], name: str) -> bool:
+    """A boolean group attribute (``Boolean.parseBoolean``: "true" in any case, else false), as
+    ``isResetOffsetInExclusiveMode`` and ``isResetOffsetOnUnsubscribe`` read theirs."""
+    return (_attribute(group_attributes, name) or "").lower() == "true"
 
 
 def lite_topic_problem(lite_topic: str, max_size: int = MAX_LITE_TOPIC_SIZE) -> str | None:
@@ -209,20 +224,40 @@ class LiteSubscriptionRegistry:
         if not members:
             del self.by_lmq[lmq_name]
 
-    def add_partial(self, client_id: str, group: str, topic: str, lite_topics: Iterable[str]) -> list[str]:
+    def add_partial(
+        self, client_id: str, group: str, topic: str, lite_topics: Iterable[str], exclusive: bool = False
+    ) -> tuple[list[str], list[tuple[str, str]]]:
         """PARTIAL_ADD: these lite topics too; their LMQ names (for the caller to apply the
-        request's offset option to). Raises :class:`LiteQuotaError` when the broker holds
-        ``max_subscription_count`` subscriptions already (even if these are not new ones)."""
+        request's offset option to), and with ``exclusive`` (the group's ``lite.sub.model``) the
+        (client, LMQ name) pairs of the group's other clients it took these lite topics from
+        (``excludeClientByLmqName``; a client left without lite topics is forgotten). Raises
+        :class:`LiteQuotaError` when the broker holds ``max_subscription_count`` subscriptions
+        already (even if these are not new ones)."""
         if self.active_count() >= self.max_subscription_count:
             raise LiteQuotaError(self.max_subscription_count)
         subscription = self._subscription(client_id, group, topic)
         names = []
+        excluded = []
         for lite in lite_topics:
             name = to_lmq_name(topic, lite)
             subscription.lmq_names.add(name)
+            if exclusive:
+                excluded += [(other, name) for other in self._exclude_others(client_id, group, name)]
             self._link(client_id, group, name)
             names.append(name)
-        return names
+        return names, excluded
+
+    def _exclude_others(self, client_id: str, group: str, lmq_name: str) -> list[str]:
+        """The group's other clients on ``lmq_name`` lose it; their ids."""
+        others = sorted(c for c, g in self.by_lmq.get(lmq_name, ()) if g == group and c != client_id)
+        for other in others:
+            found = self.by_client.get(other)
+            if found is not None:
+                found.lmq_names.discard(lmq_name)
+                if not found.lmq_names:
+                    del self.by_client[other]
+            self._unlink(other, group, lmq_name)
+        return others
 
     def remove_partial(self, client_id: str, group: str, topic: str, lite_topics: Iterable[str]) -> set[str]:
         """PARTIAL_REMOVE: no longer these lite topics; the LMQ names that were subscribed."""

@@ -16,6 +16,10 @@ Mirrors org.apache.rocketmq.broker.lite.AbstractLiteLifecycleManager and LiteLif
 * **OffsetOption** of a PARTIAL_ADD: for each lite topic added, the group's committed offset moves
   to the option's target (:meth:`broker.lite.OffsetOption.target`) and its orderly-consumption
   record of the queue goes, as ``assignResetOffset`` and ``consumerOrderInfoManager.remove`` do.
+* **Exclusive groups** (``lite.sub.model=Exclusive``): a PARTIAL_ADD takes each lite topic from
+  the group's other clients (``excludeClientByLmqName``; the caller tells them), resetting the
+  group's offset to 0 first when ``lite.sub.reset.offset.exclusive`` is true; and with
+  ``lite.sub.reset.offset.unsubscribe`` a PARTIAL_REMOVE resets it to 0 (``removeTopicGroup``).
 
 No Trio here: :meth:`LiteLifecycleManager.run_once` does one round and says when the next is due;
 the broker's app wiring sleeps in between. The clock is the broker's ``now_ms``.
@@ -27,10 +31,16 @@ import logging
 
 from broker.controller import BrokerController
 from broker.lite import (
+    LITE_SUB_RESET_OFFSET_EXCLUSIVE,
+    LITE_SUB_RESET_OFFSET_UNSUBSCRIBE,
+    OFFSET_POLICY,
+    POLICY_MIN,
     LiteSubscriptionRegistry,
     OffsetOption,
+    group_flag,
     is_lite_topic,
     lite_bind_topic,
+    lite_sub_exclusive,
     lite_topic_expiration,
     split_lmq_name,
 )
@@ -43,6 +53,7 @@ logger = logging.getLogger(__name__)
 MAX_INVALID_SCAN_COUNT = 5  # AbstractLiteLifecycleManager: rounds an empty LMQ queue survives
 STARTUP_RECHECK_MS = 20 * 1000  # AbstractLiteLifecycleManager.run: the wait within minLiteTTl of start
 MINUTE_MS = 60 * 1000
+TO_MIN = OffsetOption(OFFSET_POLICY, POLICY_MIN)  # the reset of exclusive and unsubscribe modes
 
 
 class LiteLifecycleManager:
@@ -196,6 +207,40 @@ class LiteLifecycleManager:
         offsets.commit(group, lmq_name, 0, target)
         self._forget_pop_state(lmq_name, group)
         return target
+
+    # -- subscribing -----------------------------------------------------------------------------
+
+    def _group_attributes(self, group: str) -> dict[str, str]:
+        config = self.broker.groups.find(group, create=False)
+        return dict(config.attributes) if config is not None else {}
+
+    def subscribe_partial(
+        self, client_id: str, group: str, topic: str, lite_topics: list[str], option: OffsetOption | None
+    ) -> list[tuple[str, str]]:
+        """``addPartialSubscription`` with the group's settings: the registry's PARTIAL_ADD, the
+        exclusive mode's resets, the offset option; the (client, LMQ name) pairs taken from other
+        clients, for the caller to tell them. Raises :class:`broker.lite.LiteQuotaError`."""
+        attributes = self._group_attributes(group)
+        added, excluded = self.registry.add_partial(
+            client_id, group, topic, lite_topics, exclusive=lite_sub_exclusive(attributes)
+        )
+        if excluded and group_flag(attributes, LITE_SUB_RESET_OFFSET_EXCLUSIVE):
+            for lmq_name in dict.fromkeys(name for _client, name in excluded):
+                self.reset_offset(lmq_name, group, TO_MIN)
+        for other, lmq_name in excluded:
+            logger.info("exclusive lite group %s: %s taken from %s by %s", group, lmq_name, other, client_id)
+        if option is not None:
+            for lmq_name in added:
+                self.reset_offset(lmq_name, group, option)
+        return excluded
+
+    def unsubscribe_partial(self, client_id: str, group: str, topic: str, lite_topics: list[str]) -> None:
+        """``removePartialSubscription``: the registry's PARTIAL_REMOVE, and the group's offset on
+        each lite topic left back to 0 with ``lite.sub.reset.offset.unsubscribe``."""
+        removed = self.registry.remove_partial(client_id, group, topic, lite_topics)
+        if removed and group_flag(self._group_attributes(group), LITE_SUB_RESET_OFFSET_UNSUBSCRIBE):
+            for lmq_name in sorted(removed):
+                self.reset_offset(lmq_name, group, TO_MIN)
 
     def statistics(self) -> dict[str, int]:
         return {"expired": self.expired_total, "empty_queues_seen": len(self.invalid_scan_counts)}

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections.abc import Mapping
 
 from broker.controller import BrokerController
-from broker.grpc.common import OK, ClientContext, StatusError
+from broker.grpc.common import OK, Call, ClientContext, StatusError
 from broker.grpc.validation import validate_topic_and_group
 from broker.lite import (
     OFFSET_OFFSET,
@@ -40,6 +41,7 @@ from broker.lite import (
     lite_sub_client_quota,
     lite_topic_problem,
     quota_problem,
+    split_lmq_name,
 )
 from broker.lite_lifecycle import LiteLifecycleManager
 from broker.pop.pop_message import PopBatch, PopRequest
@@ -91,13 +93,17 @@ class LiteActivity:
         pop: ConsumeService,
         registry: LiteSubscriptionRegistry | None = None,
         lifecycle: LiteLifecycleManager | None = None,
+        sessions: Mapping[str, Call] | None = None,
     ) -> None:
+        """``sessions``: the clients' Telemetry streams by client id (ClientActivity's), on which
+        a client of an exclusive group is told it lost a lite topic; None: nobody is told."""
         self.broker = broker
         self.pop = pop
         self.registry = registry if registry is not None else LiteSubscriptionRegistry()
         if lifecycle is None:
             lifecycle = LiteLifecycleManager(broker, self.registry, pop.orders, pop.state)
         self.lifecycle = lifecycle
+        self.sessions = sessions
         self._starts: dict[str, itertools.count[int]] = {}
 
     # -- SyncLiteSubscription --------------------------------------------------------------------
@@ -142,15 +148,16 @@ class LiteActivity:
             return pb.SyncLiteSubscriptionResponse(status=OK)
         if action == pb.PARTIAL_ADD:
             try:
-                added = registry.add_partial(client_id, group, topic, lite_topics)
+                excluded = self.lifecycle.subscribe_partial(
+                    client_id, group, topic, lite_topics, offset_option
+                )
             except LiteQuotaError as err:
                 raise StatusError(pb.LITE_SUBSCRIPTION_QUOTA_EXCEEDED, str(err)) from None
-            if offset_option is not None:
-                for lmq_name in added:
-                    self.lifecycle.reset_offset(lmq_name, group, offset_option)
+            for other, lmq_name in excluded:
+                self._notify_unsubscribe(other, lmq_name)
             registry.open_events(client_id, self.broker.now_ms())
         elif action == pb.PARTIAL_REMOVE:
-            registry.remove_partial(client_id, group, topic, lite_topics)
+            self.lifecycle.unsubscribe_partial(client_id, group, topic, lite_topics)
         elif action == pb.COMPLETE_ADD:
             registry.add_complete(client_id, group, topic, lite_topics)
             registry.open_events(client_id, self.broker.now_ms())
@@ -161,6 +168,21 @@ class LiteActivity:
         # A receive parked on the old set of queues looks again.
         self.pop.polling.wake(topic, group, -1)
         return pb.SyncLiteSubscriptionResponse(status=OK)
+
+    def _notify_unsubscribe(self, client_id: str, lmq_name: str) -> None:
+        """``GrpcClientChannel.processNotifyUnsubscribeLite``: a NotifyUnsubscribeLiteCommand on
+        the client's Telemetry stream, so it drops the lite topic from its own set (a client
+        without a stream is only logged, as the broker does without a channel)."""
+        names = split_lmq_name(lmq_name)
+        session = self.sessions.get(client_id) if self.sessions is not None else None
+        if names is None or session is None:
+            logger.warning("notifyUnsubscribeLite %s: client %s has no telemetry stream", lmq_name, client_id)
+            return
+        command = pb.TelemetryCommand(
+            notify_unsubscribe_lite_command=pb.NotifyUnsubscribeLiteCommand(lite_topic=names[1])
+        )
+        if not session.post(command.SerializeToString()):
+            logger.warning("notifyUnsubscribeLite %s to %s could not be queued", lmq_name, client_id)
 
     def forget(self, client_id: str) -> None:
         """``offlineClientLiteSubscription``: a client gone leaves no subscription behind."""

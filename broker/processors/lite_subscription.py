@@ -11,7 +11,9 @@ fewer active subscriptions on the broker than ``maxLiteSubscriptionCount`` (else
 LITE_SUBSCRIPTION_QUOTA_EXCEEDED with the ``LiteQuotaException`` text). A missing body or an
 empty set is ILLEGAL_OPERATION. The changes go to the registry the gRPC endpoint uses
 (:mod:`broker.lite`); a PARTIAL_ADD's ``offsetOption`` (``{"type": "POLICY", "value": 1}``)
-moves the group's offset on each lite topic added (:mod:`broker.lite_lifecycle`).
+moves the group's offset on each lite topic added, and an exclusive group's lite topic is taken
+from its other clients (:mod:`broker.lite_lifecycle`; a cluster-mode Proxy's clients are not
+told: this broker sends no NOTIFY_UNSUBSCRIBE_LITE).
 """
 
 from __future__ import annotations
@@ -97,7 +99,7 @@ class LiteSubscriptionCtlProcessor:
             return request.make_response(
                 ResponseCode.ILLEGAL_OPERATION, "LiteSubscriptionCtlRequestBody is empty."
             )
-        registry = self.services.lite
+        registry, lifecycle = self.services.lite, self.services.lite_lifecycle
         for entry in entries:
             client_id, group, topic = (
                 str(entry.get(k) or "").strip() for k in ("clientId", "group", "topic")
@@ -112,15 +114,12 @@ class LiteSubscriptionCtlProcessor:
             if action == "PARTIAL_ADD":
                 option = _offset_option(entry)
                 try:
-                    added = registry.add_partial(client_id, group, topic, lite_topics)
+                    lifecycle.subscribe_partial(client_id, group, topic, lite_topics, option)
                 except LiteQuotaError as err:
                     return request.make_response(err.response_code, str(err))
-                if option is not None:
-                    for lmq_name in added:
-                        self.services.lite_lifecycle.reset_offset(lmq_name, group, option)
                 registry.open_events(client_id, self.broker.now_ms())
             elif action == "PARTIAL_REMOVE":
-                registry.remove_partial(client_id, group, topic, lite_topics)
+                lifecycle.unsubscribe_partial(client_id, group, topic, lite_topics)
             elif action == "COMPLETE_ADD":
                 registry.add_complete(client_id, group, topic, lite_topics)
                 registry.open_events(client_id, self.broker.now_ms())

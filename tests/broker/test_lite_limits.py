@@ -323,3 +323,68 @@ def test_min_lite_ttl_and_check_interval_are_broker_conf_keys(tmp_path: Path) ->
         lifecycle = LiteLifecycleManager(broker.controller, broker.services.lite)
         lifecycle.started_ms -= 60_000
         assert lifecycle.run_once() == 5_000
+
+
+# -- exclusive groups --------------------------------------------------------------------------------
+
+
+class Session:
+    """A client's Telemetry stream: what the server posts on it."""
+
+    def __init__(self) -> None:
+        self.posted: list[pb.TelemetryCommand] = []
+
+    def post(self, payload: bytes) -> bool:
+        self.posted.append(pb.TelemetryCommand.FromString(payload))
+        return True
+
+
+def test_an_exclusive_group_moves_a_lite_topic_to_its_newest_subscriber(tmp_path: Path) -> None:
+    with lite_broker(tmp_path) as broker:
+        attributes = {
+            "lite.bind.topic": PARENT,
+            "+lite.sub.model": "Exclusive",
+            "+lite.sub.reset.offset.exclusive": "true",
+        }
+        broker.controller.groups.update(SubscriptionGroupConfig(GROUP, attributes=attributes))
+        put(broker, "a", 3)
+        lmq_a, lmq_b = to_lmq_name(PARENT, "a"), to_lmq_name(PARENT, "b")
+        broker.controller.offsets.commit(GROUP, lmq_a, 0, 3)
+        sessions = {"c1": Session()}
+        services = broker.services
+        lite = LiteActivity(
+            broker.controller,
+            services.consume,
+            services.lite,
+            services.lite_lifecycle,
+            sessions,  # type: ignore[arg-type]
+        )
+        lite.sync_lite_subscription(ctx("c1"), sync_request(pb.PARTIAL_ADD, "a", "b"))
+        lite.sync_lite_subscription(ctx("c2"), sync_request(pb.PARTIAL_ADD, "a"))
+        registry = services.lite
+        assert (registry.lmq_names_of("c1"), registry.lmq_names_of("c2")) == ([lmq_b], [lmq_a])
+        assert registry.subscribers_of(lmq_a) == {("c2", GROUP)}
+        assert [c.notify_unsubscribe_lite_command.lite_topic for c in sessions["c1"].posted] == ["a"]
+        assert broker.controller.offsets.query(GROUP, lmq_a, 0) == 0  # lite.sub.reset.offset.exclusive
+        # c1's last lite topic goes too: c1 is forgotten; c2 was not told anything (no stream).
+        lite.sync_lite_subscription(ctx("c2"), sync_request(pb.PARTIAL_ADD, "b"))
+        assert "c1" not in registry.by_client
+        assert registry.lmq_names_of("c2") == [lmq_a, lmq_b]
+        assert registry.active_count() == 2
+
+
+def test_a_shared_group_keeps_every_subscriber_and_may_reset_on_unsubscribe(tmp_path: Path) -> None:
+    with lite_broker(tmp_path) as broker:
+        attributes = {"lite.bind.topic": PARENT, "lite.sub.reset.offset.unsubscribe": "true"}
+        broker.controller.groups.update(SubscriptionGroupConfig(GROUP, attributes=attributes))
+        put(broker, "a", 3)
+        lmq_a = to_lmq_name(PARENT, "a")
+        lite = lite_activity(broker)
+        lite.sync_lite_subscription(ctx("c1"), sync_request(pb.PARTIAL_ADD, "a"))
+        lite.sync_lite_subscription(ctx("c2"), sync_request(pb.PARTIAL_ADD, "a"))
+        assert broker.services.lite.subscribers_of(lmq_a) == {("c1", GROUP), ("c2", GROUP)}
+        broker.controller.offsets.commit(GROUP, lmq_a, 0, 3)
+        lite.sync_lite_subscription(ctx("c1"), sync_request(pb.PARTIAL_REMOVE, "x"))  # not subscribed
+        assert broker.controller.offsets.query(GROUP, lmq_a, 0) == 3
+        lite.sync_lite_subscription(ctx("c1"), sync_request(pb.PARTIAL_REMOVE, "a"))
+        assert broker.controller.offsets.query(GROUP, lmq_a, 0) == 0
