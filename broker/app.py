@@ -109,7 +109,7 @@ def build_dispatcher(
         send,
         SendMessageBackProcessor(controller, services.send_back),
         PullMessageProcessor(controller, stats),
-        AdminBrokerProcessor(controller, stats),
+        AdminBrokerProcessor(controller, stats, services.lite_lifecycle.clean_by_parent_topic),
         QueryMessageProcessor(controller),
         EndTransactionProcessor(controller, services.end_transaction),
         RecallMessageProcessor(controller, services.recall),

@@ -37,6 +37,7 @@ from codec import fastjson
 from codec.bodies.register import TopicConfig
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
+from codec.headers.admin import TopicRequestHeader
 from codec.headers.base import EmptyHeader
 from codec.message import MessageRecord
 from gateway.transport.config import ServerConfig
@@ -388,3 +389,17 @@ def test_a_shared_group_keeps_every_subscriber_and_may_reset_on_unsubscribe(tmp_
         assert broker.controller.offsets.query(GROUP, lmq_a, 0) == 3
         lite.sync_lite_subscription(ctx("c1"), sync_request(pb.PARTIAL_REMOVE, "a"))
         assert broker.controller.offsets.query(GROUP, lmq_a, 0) == 0
+
+
+async def test_deleting_a_lite_parent_topic_deletes_its_lite_topics(tmp_path: Path) -> None:
+    with lite_broker(tmp_path) as broker:
+        put(broker, "a", 2)
+        lmq_a = to_lmq_name(PARENT, "a")
+        broker.controller.offsets.commit(GROUP, lmq_a, 0, 1)
+        broker.services.lite.add_partial("c1", GROUP, PARENT, ["a"])
+        header = TopicRequestHeader(topic=PARENT)
+        answer = await dispatch(broker, RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_BROKER, header))
+        assert answer.code == ResponseCode.SUCCESS
+        assert broker.store.queues.find(lmq_a, 0) is None
+        assert broker.controller.offsets.query(GROUP, lmq_a, 0) == -1
+        assert broker.services.lite.lmq_names_of("c1") == []
