@@ -196,8 +196,7 @@ class LiteSubscriptionRegistry:
     ``ClientEventSet.lastAccessTime``, which the lite admin requests show). Single-threaded; the
     gRPC adapter changes it, the lite admin processor reads it."""
 
-    def __init__(self, max_subscription_count: int = DEFAULT_MAX_LITE_SUBSCRIPTION_COUNT) -> None:
-        self.max_subscription_count = max_subscription_count
+    def __init__(self) -> None:
         self.by_client: dict[str, LiteSubscription] = {}
         self.by_lmq: dict[str, set[tuple[str, str]]] = {}
         self.last_access_ms: dict[str, int] = {}
@@ -225,16 +224,22 @@ class LiteSubscriptionRegistry:
             del self.by_lmq[lmq_name]
 
     def add_partial(
-        self, client_id: str, group: str, topic: str, lite_topics: Iterable[str], exclusive: bool = False
+        self,
+        client_id: str,
+        group: str,
+        topic: str,
+        lite_topics: Iterable[str],
+        exclusive: bool = False,
+        max_count: int = DEFAULT_MAX_LITE_SUBSCRIPTION_COUNT,
     ) -> tuple[list[str], list[tuple[str, str]]]:
         """PARTIAL_ADD: these lite topics too; their LMQ names (for the caller to apply the
         request's offset option to), and with ``exclusive`` (the group's ``lite.sub.model``) the
         (client, LMQ name) pairs of the group's other clients it took these lite topics from
         (``excludeClientByLmqName``; a client left without lite topics is forgotten). Raises
-        :class:`LiteQuotaError` when the broker holds ``max_subscription_count`` subscriptions
-        already (even if these are not new ones)."""
-        if self.active_count() >= self.max_subscription_count:
-            raise LiteQuotaError(self.max_subscription_count)
+        :class:`LiteQuotaError` when the broker holds ``max_count`` (``maxLiteSubscriptionCount``)
+        subscriptions already (even if these are not new ones)."""
+        if self.active_count() >= max_count:
+            raise LiteQuotaError(max_count)
         subscription = self._subscription(client_id, group, topic)
         names = []
         excluded = []

@@ -222,7 +222,12 @@ class LiteLifecycleManager:
         clients, for the caller to tell them. Raises :class:`broker.lite.LiteQuotaError`."""
         attributes = self._group_attributes(group)
         added, excluded = self.registry.add_partial(
-            client_id, group, topic, lite_topics, exclusive=lite_sub_exclusive(attributes)
+            client_id,
+            group,
+            topic,
+            lite_topics,
+            exclusive=lite_sub_exclusive(attributes),
+            max_count=self.broker.config.max_lite_subscription_count,  # read each time, as Java
         )
         if excluded and group_flag(attributes, LITE_SUB_RESET_OFFSET_EXCLUSIVE):
             for lmq_name in dict.fromkeys(name for _client, name in excluded):

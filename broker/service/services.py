@@ -27,6 +27,6 @@ class BrokerServices:
         self.consume = ConsumeService(broker, pop)
         self.send_back = SendBackService(broker)
         #: The lite subscriptions (gRPC SyncLiteSubscription changes them, the lite admin reads them).
-        self.lite = LiteSubscriptionRegistry(broker.config.max_lite_subscription_count)
+        self.lite = LiteSubscriptionRegistry()
         #: Lite topic expiry and the offset option of new lite subscriptions.
         self.lite_lifecycle = LiteLifecycleManager(broker, self.lite, self.consume.orders, self.consume.state)

@@ -191,6 +191,14 @@ async def test_partial_adds_past_max_lite_subscription_count_are_refused(tmp_pat
         lite.sync_lite_subscription(ctx("c2"), sync_request(pb.PARTIAL_REMOVE, "a"))
         lite.sync_lite_subscription(ctx("c4"), sync_request(pb.PARTIAL_ADD, "y"))
         assert broker.services.lite.lmq_names_of("c4") == [to_lmq_name(PARENT, "y")]
+        # mqadmin updateBrokerConfig raises the limit at run time.
+        assert broker.services.lite.active_count() == 3
+        update = RemotingCommand.request(
+            RequestCode.UPDATE_BROKER_CONFIG, EmptyHeader(), body=b"maxLiteSubscriptionCount=4\n"
+        )
+        assert (await dispatch(broker, update)).code == ResponseCode.SUCCESS
+        lite.sync_lite_subscription(ctx("c5"), sync_request(pb.PARTIAL_ADD, "x"))
+        assert broker.services.lite.active_count() == 4
 
 
 # -- the offset option ------------------------------------------------------------------------------
