@@ -109,7 +109,7 @@ def build_dispatcher(
         send,
         SendMessageBackProcessor(controller, services.send_back),
         PullMessageProcessor(controller, stats),
-        AdminBrokerProcessor(controller, stats),
+        AdminBrokerProcessor(controller, stats, services.lite_lifecycle.clean_by_parent_topic),
         QueryMessageProcessor(controller),
         EndTransactionProcessor(controller, services.end_transaction),
         RecallMessageProcessor(controller, services.recall),
@@ -266,6 +266,7 @@ class Broker:
                 nursery.start_soon(self._deliver_timers)
                 nursery.start_soon(self._check_transactions)
                 nursery.start_soon(self.pop.run)
+                nursery.start_soon(self._expire_lite_topics)
             nursery.start_soon(self._persist_loop)
             await nursery.start(self.registrar.run)
             nursery.start_soon(self._housekeeping)
@@ -314,6 +315,17 @@ class Broker:
                 await service.check()
             except (RocketMQError, StoreError) as err:
                 logger.error("transaction check round failed: %s", err)
+
+    async def _expire_lite_topics(self) -> None:
+        """``LiteLifecycleManager``'s service thread: a round of lite topic expiry, then its wait."""
+        lifecycle = self.services.lite_lifecycle
+        while True:
+            try:
+                wait_ms = lifecycle.run_once()
+            except (RocketMQError, StoreError, OSError) as err:
+                logger.error("lite topic expiry round failed: %s", err)
+                wait_ms = self.config.lite_ttl_check_interval
+            await trio.sleep(max(wait_ms, 1) / 1000)
 
     async def _persist_loop(self) -> None:
         interval = min(self.config.flush_consumer_offset_interval / 1000, PERSIST_INTERVAL_S)

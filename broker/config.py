@@ -21,7 +21,7 @@ MESSAGE_DELAY_LEVEL = (
 )
 
 # Java keys whose spelling the snake_case field names cannot reproduce.
-JAVA_KEY_ALIASES = {"transactionTimeOut": "transactionTimeout"}
+JAVA_KEY_ALIASES = {"transactionTimeOut": "transactionTimeout", "minLiteTTl": "minLiteTtl"}
 
 
 @dataclasses.dataclass(slots=True)
@@ -71,6 +71,9 @@ class BrokerConfig:
     metrics_exporter_type: str = "DISABLE"  # MetricsExporterType: DISABLE, or PROM for the HTTP endpoint
     metrics_prom_exporter_host: str = ""  # empty: all interfaces, as Java's exporter
     metrics_prom_exporter_port: int = 5557  # BrokerConfig.metricsPromExporterPort
+    max_lite_subscription_count: int = 100000  # (client, lite topic) subscriptions the broker holds
+    lite_ttl_check_interval: int = 120_000  # ms between lite topic expiry rounds (LiteLifecycleManager)
+    min_lite_ttl: int = 15 * 60 * 1000  # ms before a lite topic may expire (from start, its last message)
     extra: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @classmethod
@@ -108,6 +111,7 @@ class BrokerConfig:
                 "broker_ip1": "brokerIP1",
                 "broker_ip2": "brokerIP2",
                 "transaction_timeout": "transactionTimeOut",
+                "min_lite_ttl": "minLiteTTl",
             },
         )
         props.pop("extra", None)

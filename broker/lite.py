@@ -13,7 +13,12 @@ Mirrors what the 5.5.0 broker and Proxy do with them:
   topics than the quota plus a buffer of 300 is refused LITE_SUBSCRIPTION_QUOTA_EXCEEDED (the
   client checks its own running count against the quota before it asks).
 * ``LiteSubscriptionRegistryImpl``: per client, its group, parent topic and set of LMQ names,
-  changed by the four actions of SyncLiteSubscription (``LiteSubscriptionCtlProcessor``).
+  changed by the four actions of SyncLiteSubscription (``LiteSubscriptionCtlProcessor``); a
+  PARTIAL_ADD when the broker already holds ``maxLiteSubscriptionCount`` (client, lite topic)
+  subscriptions is refused ``LiteQuotaException``; its ``OffsetOption`` says where each added
+  lite topic is read from (``resetOffset``); an expired lite topic's subscriptions go
+  (``cleanSubscription``).
+* ``TopicConfig.getLiteTopicExpiration``: the parent topic's ``lite.topic.expiration`` (minutes).
 
 This module holds the names and the registry, without Trio or sockets; the gRPC adapter is
 :mod:`broker.grpc.lite`.
@@ -24,15 +29,29 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from codec.codes import ResponseCode
+from codec.errors import RocketMQError
+
 LITE_TYPE = "LITE"  # TopicMessageType.LITE
 PROPERTY_LITE_TOPIC = "__LITE_TOPIC"  # MessageConst.PROPERTY_LITE_TOPIC
 LITE_TOPIC_PREFIX = "%LMQ%$"  # LiteUtil.LITE_TOPIC_PREFIX
 SEPARATOR = "$"  # LiteUtil.SEPARATOR
 LITE_BIND_TOPIC = "lite.bind.topic"  # SubscriptionGroupAttributes.LITE_BIND_TOPIC_ATTRIBUTE
 LITE_SUB_CLIENT_QUOTA = "lite.sub.client.quota"  # SubscriptionGroupAttributes.LITE_SUB_CLIENT_QUOTA_ATTRIBUTE
+LITE_SUB_MODEL = "lite.sub.model"  # SubscriptionGroupAttributes.LITE_SUB_MODEL_ATTRIBUTE: Shared, Exclusive
+LITE_SUB_EXCLUSIVE = "Exclusive"  # LiteSubModel.Exclusive
+LITE_SUB_RESET_OFFSET_EXCLUSIVE = "lite.sub.reset.offset.exclusive"  # boolean, default false
+LITE_SUB_RESET_OFFSET_UNSUBSCRIBE = "lite.sub.reset.offset.unsubscribe"  # boolean, default false
 DEFAULT_LITE_SUB_CLIENT_QUOTA = 2000
 MAX_LITE_TOPIC_SIZE = 64  # ProxyConfig.maxLiteTopicSize, UTF-8 bytes
 QUOTA_BUFFER = 300  # ClientProcessor.validateLiteSubscriptionQuota
+DEFAULT_MAX_LITE_SUBSCRIPTION_COUNT = 100000  # BrokerConfig.maxLiteSubscriptionCount
+_LITE_QUOTA_EXCEPTION = "org.apache.rocketmq.broker.lite.LiteQuotaException"
+LITE_EXPIRATION = "lite.topic.expiration"  # TopicAttributes.LITE_EXPIRATION_ATTRIBUTE, minutes
+# OffsetOption.Type, and the values of its POLICY type (OffsetOption.POLICY_*_VALUE).
+OFFSET_POLICY, OFFSET_OFFSET, OFFSET_TAIL_N, OFFSET_TIMESTAMP = "POLICY", "OFFSET", "TAIL_N", "TIMESTAMP"
+OFFSET_TYPES = (OFFSET_POLICY, OFFSET_OFFSET, OFFSET_TAIL_N, OFFSET_TIMESTAMP)
+POLICY_LAST, POLICY_MIN, POLICY_MAX = 0, 1, 2
 _ALLOWED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
 
 
@@ -65,6 +84,18 @@ def _attribute(attributes: Mapping[str, str], name: str) -> str | None:
     return value if value is not None else attributes.get("+" + name)
 
 
+def lite_topic_expiration(topic_attributes: Mapping[str, str] | None) -> int:
+    """``TopicConfig.getLiteTopicExpiration``: minutes, -1 when unset, unreadable or not LITE."""
+    attributes = topic_attributes or {}
+    if not is_lite_topic(attributes):
+        return -1
+    text = _attribute(attributes, LITE_EXPIRATION)
+    try:
+        return int(text) if text is not None else -1
+    except ValueError:
+        return -1
+
+
 def lite_bind_topic(group_attributes: Mapping[str, str]) -> str | None:
     """``SubscriptionGroupConfig.getLiteBindTopic``."""
     return _attribute(group_attributes, LITE_BIND_TOPIC)
@@ -77,6 +108,17 @@ def lite_sub_client_quota(group_attributes: Mapping[str, str]) -> int:
         return int(text) if text is not None else DEFAULT_LITE_SUB_CLIENT_QUOTA
     except ValueError:
         return DEFAULT_LITE_SUB_CLIENT_QUOTA
+
+
+def lite_sub_exclusive(group_attributes: Mapping[str, str]) -> bool:
+    """``SubscriptionGroupConfig.isLiteSubExclusive``: ``lite.sub.model`` is ``Exclusive``."""
+    return _attribute(group_attributes, LITE_SUB_MODEL) == LITE_SUB_EXCLUSIVE
+
+
+def group_flag(group_attributes: Mapping[str, str], name: str) -> bool:
+    """A boolean group attribute (``Boolean.parseBoolean``: "true" in any case, else false), as
+    ``isResetOffsetInExclusiveMode`` and ``isResetOffsetOnUnsubscribe`` read theirs."""
+    return (_attribute(group_attributes, name) or "").lower() == "true"
 
 
 def lite_topic_problem(lite_topic: str, max_size: int = MAX_LITE_TOPIC_SIZE) -> str | None:
@@ -95,6 +137,47 @@ def quota_problem(requested: int, quota: int) -> str | None:
     if requested > quota + QUOTA_BUFFER:
         return f"lite subscription quota exceeded: {quota}"
     return None
+
+
+class LiteQuotaError(RocketMQError):
+    """``LiteQuotaException``: the broker holds ``maxLiteSubscriptionCount`` subscriptions already.
+    Its text is the exception's ``toString``, which LITE_SUBSCRIPTION_CTL answers as its remark
+    and the Proxy passes on to its gRPC client."""
+
+    response_code = ResponseCode.LITE_SUBSCRIPTION_QUOTA_EXCEEDED
+
+    def __init__(self, max_count: int) -> None:
+        super().__init__(f"{_LITE_QUOTA_EXCEPTION}: lite subscription quota exceeded {max_count}")
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetOption:
+    """``OffsetOption``: where a lite topic added by PARTIAL_ADD is read from. ``kind`` is one of
+    :data:`OFFSET_TYPES`; ``value`` the policy (LAST 0, MIN 1, MAX 2), the offset, the count of
+    messages back, or a timestamp."""
+
+    kind: str
+    value: int
+
+    def target(self, current: int, max_offset: int) -> int | None:
+        """``LiteSubscriptionRegistryImpl.resetOffset``: the offset to reset the group to, None to
+        leave it. ``current`` is the group's committed offset (-1: none), ``max_offset`` the queue's
+        next offset. MIN is 0, MAX the queue's end; TAIL_N goes back from the committed offset
+        (only when there is one); LAST and TIMESTAMP (disabled in 5.5.0) change nothing. A target
+        equal to the current offset, or negative (``assignResetOffset`` ignores it), is None."""
+        found: int | None = None
+        if self.kind == OFFSET_POLICY:
+            if self.value == POLICY_MIN:
+                found = 0
+            elif self.value == POLICY_MAX:
+                found = max_offset
+        elif self.kind == OFFSET_OFFSET:
+            found = self.value
+        elif self.kind == OFFSET_TAIL_N and current >= 0:
+            found = max(0, current - self.value)
+        if found is None or found == current or found < 0:
+            return None
+        return found
 
 
 @dataclass
@@ -140,13 +223,46 @@ class LiteSubscriptionRegistry:
         if not members:
             del self.by_lmq[lmq_name]
 
-    def add_partial(self, client_id: str, group: str, topic: str, lite_topics: Iterable[str]) -> None:
-        """PARTIAL_ADD: these lite topics too."""
+    def add_partial(
+        self,
+        client_id: str,
+        group: str,
+        topic: str,
+        lite_topics: Iterable[str],
+        exclusive: bool = False,
+        max_count: int = DEFAULT_MAX_LITE_SUBSCRIPTION_COUNT,
+    ) -> tuple[list[str], list[tuple[str, str]]]:
+        """PARTIAL_ADD: these lite topics too; their LMQ names (for the caller to apply the
+        request's offset option to), and with ``exclusive`` (the group's ``lite.sub.model``) the
+        (client, LMQ name) pairs of the group's other clients it took these lite topics from
+        (``excludeClientByLmqName``; a client left without lite topics is forgotten). Raises
+        :class:`LiteQuotaError` when the broker holds ``max_count`` (``maxLiteSubscriptionCount``)
+        subscriptions already (even if these are not new ones)."""
+        if self.active_count() >= max_count:
+            raise LiteQuotaError(max_count)
         subscription = self._subscription(client_id, group, topic)
+        names = []
+        excluded = []
         for lite in lite_topics:
             name = to_lmq_name(topic, lite)
             subscription.lmq_names.add(name)
+            if exclusive:
+                excluded += [(other, name) for other in self._exclude_others(client_id, group, name)]
             self._link(client_id, group, name)
+            names.append(name)
+        return names, excluded
+
+    def _exclude_others(self, client_id: str, group: str, lmq_name: str) -> list[str]:
+        """The group's other clients on ``lmq_name`` lose it; their ids."""
+        others = sorted(c for c, g in self.by_lmq.get(lmq_name, ()) if g == group and c != client_id)
+        for other in others:
+            found = self.by_client.get(other)
+            if found is not None:
+                found.lmq_names.discard(lmq_name)
+                if not found.lmq_names:
+                    del self.by_client[other]
+            self._unlink(other, group, lmq_name)
+        return others
 
     def remove_partial(self, client_id: str, group: str, topic: str, lite_topics: Iterable[str]) -> set[str]:
         """PARTIAL_REMOVE: no longer these lite topics; the LMQ names that were subscribed."""
@@ -180,6 +296,16 @@ class LiteSubscriptionRegistry:
             return
         for name in subscription.lmq_names:
             self._unlink(client_id, subscription.group, name)
+
+    def clean_subscription(self, lmq_name: str) -> set[tuple[str, str]]:
+        """``cleanSubscription``: a lite topic gone (expired) is nobody's any more; the
+        (client, group) pairs that were subscribed."""
+        members = self.by_lmq.pop(lmq_name, set())
+        for client_id, _group in members:
+            subscription = self.by_client.get(client_id)
+            if subscription is not None:
+                subscription.lmq_names.discard(lmq_name)
+        return members
 
     def lmq_names_of(self, client_id: str) -> list[str]:
         """The LMQ names a client reads, sorted (a receive walks them from a rotating start)."""

@@ -85,6 +85,8 @@ class StoreConfig:
     slave_timeout: int = 3000  # ms a SYNC_MASTER put waits for its slave acks (FLUSH_SLAVE_TIMEOUT)
     in_sync_replicas: int = 1  # copies a SYNC_MASTER put needs, the master's included
     preallocate: bool = True  # ours: reserve disk blocks (posix_fallocate) so a full disk fails cleanly
+    enable_lmq_quota: bool = False  # a message for a new LMQ queue past the limit below is refused
+    max_lmq_consume_queue_num: int = 20000  # LMQ queues (lite topics among them) the store may hold
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> tuple[StoreConfig, dict[str, str]]:

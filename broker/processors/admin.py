@@ -12,6 +12,7 @@ stats request names each existing topic at most once, however long its ``topicLi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from broker.client_manager import ClientChannel
@@ -58,9 +59,17 @@ def _connection(channel: ClientChannel) -> dict[str, Any]:
 
 
 class AdminBrokerProcessor:
-    def __init__(self, broker: BrokerController, stats: BrokerStats) -> None:
+    def __init__(
+        self,
+        broker: BrokerController,
+        stats: BrokerStats,
+        clean_lite_topics: Callable[[str], object] | None = None,
+    ) -> None:
+        """``clean_lite_topics``: deletes the lite topics of a LITE parent topic being deleted
+        (``LiteLifecycleManager.cleanByParentTopic``); None: they stay until they expire."""
         self.broker = broker
         self.stats = stats
+        self.clean_lite_topics = clean_lite_topics
 
     def register(self, dispatcher: Dispatcher) -> None:
         reg = dispatcher.register
@@ -124,6 +133,8 @@ class AdminBrokerProcessor:
         if not header.topic.strip():
             raise RocketMQError("The specified topic is blank.", response_code=ResponseCode.INVALID_PARAMETER)
         broker.topics.refuse_system(header.topic)
+        if self.clean_lite_topics is not None:
+            self.clean_lite_topics(header.topic)
         broker.topics.delete(header.topic)
         broker.offsets.remove_topic(header.topic)
         return request.make_response(ResponseCode.SUCCESS)

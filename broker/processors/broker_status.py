@@ -42,6 +42,9 @@ logger = logging.getLogger(__name__)
 JAVA_DEFAULTS_FILE = Path(__file__).with_name("java_broker_config.properties")
 CONFIG_BLACK_LIST = "configBlackList;brokerConfigPath"  # BrokerConfig.configBlackList default
 STORE_KEY_SPELLING = {"checkCrcOnRecover": "checkCRCOnRecover"}  # acronyms camel_case cannot restore
+#: 5.5 keys this broker reads (lite topics, ``broker.lite_lifecycle``) that are not in the 5.3.3
+#: answer this one reproduces.
+KEYS_SINCE_55 = ("maxLiteSubscriptionCount", "liteTtlCheckInterval", "minLiteTTl")
 DEFAULT_HA_PORT_OFFSET = 1  # BrokerStartup: haListenPort = listenPort + 1 unless configured
 THREAD_POOL_CAPACITIES = {  # BrokerConfig *ThreadPoolQueueCapacity defaults
     "sendThreadPoolQueueCapacity": 10000,
@@ -158,6 +161,8 @@ class BrokerStatusProcessor:
             if key in props:  # a setting of ours alone (preallocate) is not a key of Java's answer
                 props[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
         props.update(broker.config.to_properties())
+        for key in KEYS_SINCE_55:
+            props.pop(key, None)
         props["storePathCommitLog"] = store_config.commit_log_dir
         if not props.get("rocketmqHome"):
             props["rocketmqHome"] = rocketmq_home()

@@ -29,11 +29,17 @@ import logging
 from typing import Any
 
 from broker.controller import BrokerController
-from broker.lite import LITE_TOPIC_PREFIX, is_lite_topic, lite_bind_topic, split_lmq_name, to_lmq_name
+from broker.lite import (
+    LITE_TOPIC_PREFIX,
+    is_lite_topic,
+    lite_bind_topic,
+    lite_topic_expiration,
+    split_lmq_name,
+    to_lmq_name,
+)
 from broker.service.services import BrokerServices
 from broker.subscription_group_manager import SubscriptionGroupConfig
 from codec import fastjson
-from codec.bodies.register import TopicConfig
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
 from codec.headers.base import EmptyHeader
@@ -50,20 +56,7 @@ logger = logging.getLogger(__name__)
 
 LMQ_PREFIX = "%LMQ%"  # MixAll.LMQ_PREFIX: every LMQ queue, lite or not
 STORE_TYPE = "default"  # MessageStoreConfig.storeType: the file-based consume queues
-MAX_LMQ_NUM = 20000  # MessageStoreConfig.maxLmqConsumeQueueNum
 MAX_RETURN_COUNT = 10000  # LiteManagerProcessor.MAX_RETURN_COUNT
-LITE_EXPIRATION = "lite.topic.expiration"  # TopicAttributes.LITE_EXPIRATION_ATTRIBUTE
-
-
-def lite_topic_expiration(topic: TopicConfig) -> int:
-    """``TopicConfig.getLiteTopicExpiration``: minutes, -1 when unset, unreadable or not LITE."""
-    if not is_lite_topic(topic.attributes):
-        return -1
-    text = topic.attributes.get(LITE_EXPIRATION) or topic.attributes.get("+" + LITE_EXPIRATION)
-    try:
-        return int(text) if text is not None else -1
-    except ValueError:
-        return -1
 
 
 def lag_count_top_k(broker: BrokerController, group: str, top_k: int) -> tuple[list[dict[str, Any]], int]:
@@ -127,7 +120,7 @@ class LiteManagerProcessor:
     def _topic_ttl_map(self) -> dict[str, int]:
         """``LiteMetadataUtil.getTopicTtlMap``."""
         return {
-            name: lite_topic_expiration(topic)
+            name: lite_topic_expiration(topic.attributes)
             for name, topic in self.broker.topics.table.items()
             if is_lite_topic(topic.attributes)
         }
@@ -183,7 +176,7 @@ class LiteManagerProcessor:
                 "eventMapSize": len(registry.last_access_ms),
                 "groupMeta": self._subscriber_group_map(),
                 "liteSubscriptionCount": registry.active_count(),
-                "maxLmqNum": MAX_LMQ_NUM,
+                "maxLmqNum": broker.store.config.max_lmq_consume_queue_num,
                 "offsetTableSize": len(broker.offsets.table),
                 "orderInfoCount": sum(1 for key in orders if key.startswith(LITE_TOPIC_PREFIX)),
                 "storeType": STORE_TYPE,
@@ -206,7 +199,7 @@ class LiteManagerProcessor:
         body["liteTopicCount"] = sum(1 for name in lmq_names if _parent_of(name) == topic)
         body["lmqNum"] = len(lmq_names)
         body["topic"] = topic
-        body["ttl"] = lite_topic_expiration(self.broker.topics.table[topic])
+        body["ttl"] = lite_topic_expiration(self.broker.topics.table[topic].attributes)
         return _success(request, body)
 
     def get_lite_topic_info(

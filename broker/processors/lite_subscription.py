@@ -8,9 +8,12 @@ an ``action`` (PARTIAL_ADD, PARTIAL_REMOVE, COMPLETE_ADD, COMPLETE_REMOVE), ``cl
 Entries with a blank client id, group or topic are skipped. An add needs a group allowed to
 consume (else ILLEGAL_OPERATION with the ``IllegalStateException`` text) and, for PARTIAL_ADD,
 fewer active subscriptions on the broker than ``maxLiteSubscriptionCount`` (else
-LITE_SUBSCRIPTION_QUOTA_EXCEEDED). A missing body or an empty set is ILLEGAL_OPERATION.
-The changes go to the registry the gRPC endpoint uses (:mod:`broker.lite`); ``offsetOption`` is
-not applied (a lite topic is read from where the group's offset is).
+LITE_SUBSCRIPTION_QUOTA_EXCEEDED with the ``LiteQuotaException`` text). A missing body or an
+empty set is ILLEGAL_OPERATION. The changes go to the registry the gRPC endpoint uses
+(:mod:`broker.lite`); a PARTIAL_ADD's ``offsetOption`` (``{"type": "POLICY", "value": 1}``)
+moves the group's offset on each lite topic added, and an exclusive group's lite topic is taken
+from its other clients (:mod:`broker.lite_lifecycle`; a cluster-mode Proxy's clients are not
+told: this broker sends no NOTIFY_UNSUBSCRIBE_LITE).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import logging
 from typing import Any
 
 from broker.controller import BrokerController
+from broker.lite import OFFSET_TYPES, LiteQuotaError, OffsetOption
 from broker.service.services import BrokerServices
 from codec import fastjson
 from codec.codes import RequestCode, ResponseCode
@@ -29,10 +33,8 @@ from gateway.transport.dispatch import Dispatcher, RequestContext
 
 logger = logging.getLogger(__name__)
 
-MAX_LITE_SUBSCRIPTION_COUNT = 100000  # BrokerConfig.maxLiteSubscriptionCount
 ACTIONS = ("PARTIAL_ADD", "PARTIAL_REMOVE", "COMPLETE_ADD", "COMPLETE_REMOVE")  # LiteSubscriptionAction
 NOT_ALLOWED = "java.lang.IllegalStateException: Consumer group is not allowed to consume."
-QUOTA_EXCEEDED = "org.apache.rocketmq.broker.lite.LiteQuotaException: lite subscription quota exceeded {}"
 
 
 def _entries(body: bytes) -> list[dict[str, Any]]:
@@ -57,6 +59,19 @@ def _entries(body: bytes) -> list[dict[str, Any]]:
                 response_code=ResponseCode.SYSTEM_ERROR,
             )
     return found
+
+
+def _offset_option(entry: dict[str, Any]) -> OffsetOption | None:
+    """The entry's ``offsetOption``, None when absent; raises RocketMQError (SYSTEM_ERROR) for
+    one fastjson could not read into an ``OffsetOption``."""
+    found = entry.get("offsetOption")
+    if found is None:
+        return None
+    kind = found.get("type") if isinstance(found, dict) else None
+    value = found.get("value", 0) if isinstance(found, dict) else None
+    if kind not in OFFSET_TYPES or not isinstance(value, int) or isinstance(value, bool):
+        raise RocketMQError(f"bad OffsetOption: {found}", response_code=ResponseCode.SYSTEM_ERROR)
+    return OffsetOption(str(kind), value)
 
 
 class LiteSubscriptionCtlProcessor:
@@ -84,7 +99,7 @@ class LiteSubscriptionCtlProcessor:
             return request.make_response(
                 ResponseCode.ILLEGAL_OPERATION, "LiteSubscriptionCtlRequestBody is empty."
             )
-        registry = self.services.lite
+        registry, lifecycle = self.services.lite, self.services.lite_lifecycle
         for entry in entries:
             client_id, group, topic = (
                 str(entry.get(k) or "").strip() for k in ("clientId", "group", "topic")
@@ -97,15 +112,14 @@ class LiteSubscriptionCtlProcessor:
             if action in ("PARTIAL_ADD", "COMPLETE_ADD") and not self._consume_enabled(group):
                 return request.make_response(ResponseCode.ILLEGAL_OPERATION, NOT_ALLOWED)
             if action == "PARTIAL_ADD":
-                if registry.active_count() >= MAX_LITE_SUBSCRIPTION_COUNT:
-                    return request.make_response(
-                        ResponseCode.LITE_SUBSCRIPTION_QUOTA_EXCEEDED,
-                        QUOTA_EXCEEDED.format(MAX_LITE_SUBSCRIPTION_COUNT),
-                    )
-                registry.add_partial(client_id, group, topic, lite_topics)
+                option = _offset_option(entry)
+                try:
+                    lifecycle.subscribe_partial(client_id, group, topic, lite_topics, option)
+                except LiteQuotaError as err:
+                    return request.make_response(err.response_code, str(err))
                 registry.open_events(client_id, self.broker.now_ms())
             elif action == "PARTIAL_REMOVE":
-                registry.remove_partial(client_id, group, topic, lite_topics)
+                lifecycle.unsubscribe_partial(client_id, group, topic, lite_topics)
             elif action == "COMPLETE_ADD":
                 registry.add_complete(client_id, group, topic, lite_topics)
                 registry.open_events(client_id, self.broker.now_ms())

@@ -14,7 +14,9 @@ Java's order:
    (``handleRetryAndDLQ``); a transactional one becomes a half message; 5.x timer properties or a
    positive ``DELAY`` level route it through the timer or ``SCHEDULE_TOPIC_XXXX``; a single
    message with a lite topic (``__LITE_TOPIC``) under a LITE topic is stored in that lite topic's
-   LMQ queue (:mod:`broker.lite`) instead of a queue of the topic;
+   LMQ queue (:mod:`broker.lite`) instead of a queue of the topic; with ``enableLmqQuota`` a
+   message that would create an LMQ queue when the store holds ``maxLmqConsumeQueueNum`` of them
+   is refused LMQ_QUOTA_EXCEEDED (``HookUtils.handleLmqQuota``);
 4. the store put; under ``SYNC_FLUSH`` the answer waits for the fsync.
 
 A failed check or a put the store refuses raises :class:`SendRefused` with the RocketMQ response
@@ -73,6 +75,8 @@ from codec.recall_handle import RecallHandle
 from store.results import PutMessageResult, PutMessageStatus
 
 TOPIC_FILTER_MULTI_TAG = "MULTI_TAG"
+LMQ_PREFIX = "%LMQ%"  # MixAll.LMQ_PREFIX: every LMQ queue, lite or not
+LMQ_QUOTA_REMARK = "[LMQ_CONSUME_QUEUE_NUM_EXCEEDED]lmq consume queue num exceeded."  # handlePutMessageResult
 _PROPERTIES_MAP_CAPACITY = 128  # MessageDecoder.string2messageProperties: new HashMap<>(128)
 #: Topics a send may be stored in instead of its own; the answer names the real queue (REAL_QID).
 _ROUTED_TOPICS = frozenset({SCHEDULE_TOPIC, HALF_TOPIC, TIMER_TOPIC})
@@ -280,7 +284,9 @@ class SendService:
         lite_topic = props.get(PROPERTY_LITE_TOPIC)
         if lite_topic and is_lite_topic(topic_config.attributes):
             # SendMessageProcessor: the lite topic's own LMQ queue (INNER_MULTI_DISPATCH there).
-            record.topic, record.queue_id = to_lmq_name(request.topic, lite_topic), 0
+            lmq_name = to_lmq_name(request.topic, lite_topic)
+            self._check_lmq_quota(lmq_name)
+            record.topic, record.queue_id = lmq_name, 0
         self._stamp_broker_properties(props)
         if props.get(TRAN_MSG) == "true" and not (request.reconsume_times and props.get(DELAY)):
             if broker.config.reject_transaction_message:
@@ -295,6 +301,19 @@ class SendService:
         apply_delay_level(record, props, broker.schedule.max_level)
         record.properties = encode_java_order(props)
         return record, props
+
+    def _check_lmq_quota(self, lmq_name: str) -> None:
+        """``HookUtils.handleLmqQuota``: with ``enableLmqQuota``, a message for an LMQ queue that
+        does not exist yet is refused once the store holds ``maxLmqConsumeQueueNum`` LMQ queues
+        (lite topics' and any other ``%LMQ%`` queue); counted only then, so a message for an
+        existing lite topic costs one lookup."""
+        store = self.broker.store
+        config = store.config
+        if not config.enable_lmq_quota or store.queues.find(lmq_name, 0) is not None:
+            return
+        count = sum(1 for cq in store.queues if cq.topic.startswith(LMQ_PREFIX))
+        if count >= config.max_lmq_consume_queue_num:
+            raise SendRefused(LMQ_QUOTA_REMARK, response_code=ResponseCode.LMQ_QUOTA_EXCEEDED)
 
     def _route_timer(self, record: MessageRecord, props: dict[str, str]) -> None:
         """5.x timer properties (``HookUtils.handleScheduleMessage``); see :mod:`broker.timer`."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from broker.controller import BrokerController
 from broker.lite import LiteSubscriptionRegistry
+from broker.lite_lifecycle import LiteLifecycleManager
 from broker.pop.records import PopConfig
 from broker.service.consume import ConsumeService
 from broker.service.end_transaction import EndTransactionService
@@ -17,7 +18,7 @@ from broker.service.send_back import SendBackService
 class BrokerServices:
     """One of each service over ``broker``; ``pop`` configures the consume service."""
 
-    __slots__ = ("consume", "end_transaction", "lite", "recall", "send", "send_back")
+    __slots__ = ("consume", "end_transaction", "lite", "lite_lifecycle", "recall", "send", "send_back")
 
     def __init__(self, broker: BrokerController, pop: PopConfig) -> None:
         self.send = SendService(broker)
@@ -27,3 +28,5 @@ class BrokerServices:
         self.send_back = SendBackService(broker)
         #: The lite subscriptions (gRPC SyncLiteSubscription changes them, the lite admin reads them).
         self.lite = LiteSubscriptionRegistry()
+        #: Lite topic expiry and the offset option of new lite subscriptions.
+        self.lite_lifecycle = LiteLifecycleManager(broker, self.lite, self.consume.orders, self.consume.state)
