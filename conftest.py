@@ -46,6 +46,7 @@ LONGEST_FIRST = (
     "test_tags_pull_batch_compat.py",
     "test_grpc_go_compat.py",
     "test_grpc_compat.py",
+    "test_grpc_lite55_limits_compat.py",
     "test_rocketmq55_compat.py",
     "test_grpc_renew_compat.py",
     "test_compat_tool_install.py",
