@@ -314,3 +314,19 @@ def test_the_other_cpu_sample_leaves_out_this_process_and_its_children() -> None
     finally:
         child.kill()
         child.wait()
+
+
+def test_the_settle_readings_reach_the_grpc_table_and_the_banner() -> None:
+    rows = [
+        _row("ours", 0, 500.0, 600.0, load_before_case=0.9, settle_waited_s=40.0),
+        _row("reference", 0, 2000.0, 300.0, load_before_case=1.2, settle_waited_s=150.0, loaded=["load"]),
+    ]
+    summary = summarize(rows)
+    assert "load_before_case" not in summary["grpc_send1"]["ratio"]
+    table = render_table(summary, {**META, "thresholds": {**META["thresholds"], "settle_timeout_s": 150.0}})
+    assert "the wait for a quiet machine timed out after 150.0 s" in table.splitlines()[0]
+    grpc = table[table.index("### gRPC against the Proxy") :].splitlines()
+    header = next(line for line in grpc if line.startswith("| case |"))
+    assert header.endswith("| load before the case, waited s (ours / Proxy) |")
+    row = next(line for line in grpc if line.startswith("| gRPC sync send, 1 thread"))
+    assert row.endswith("| 0.90, 40 s / 1.20, 150 s |")
