@@ -264,7 +264,11 @@ def _brief(m: dict[str, Any]) -> str:
     if "error" in m:
         return "ERROR"
     cpu = m.get("server_cpu_us_per_msg")
-    line = f"{m.get('msgs_per_s', 0):,.0f} msgs/s, {cpu or 0:.1f} µs CPU/msg, p99 {m.get('p99_ms', 0):.2f} ms"
+    line = f"{m.get('msgs_per_s', 0):,.0f} msgs/s, {cpu or 0:.1f} µs CPU/msg, "
+    if "p99_ms" not in m and m.get("avg_rt_ms") is not None:  # the official programs print no percentiles
+        line += f"avg RT {m['avg_rt_ms']:.2f} ms, {m.get('failed', 0)} failed"
+    else:
+        line += f"p99 {m.get('p99_ms') or 0:.2f} ms"
     if "load_before_case" in m:
         line += f"; load {m['load_before_case']:.2f} before the case (waited {m['settle_waited_s']:.0f} s)"
     if "others_load_start" in m:
