@@ -13,8 +13,10 @@ times its start-up, reads its idle memory and runs the selected cases with our J
 cases (the reference's broker then inside the 5.3.3 Proxy in local mode), whose start-up and idle
 memory are the ``grpc_startup`` and ``grpc_memory`` rows. ``--before REV`` adds a third target,
 ours at REV (both of ours then run their modules from source), alternated with the other two.
-Every measured window is judged for noise (calibration.py): a row measured while other processes
-loaded the machine is marked LOADED, and so is the top of the markdown. Results go to
+Before each measured window the benchmark waits for the machine to settle (settle.py: the
+1-minute load under --max-load, other processes under --max-other-cores, or --settle-timeout), and
+every window is judged for noise (calibration.py): a row measured while other processes loaded the
+machine, or after a wait that timed out, is marked LOADED, and so is the top of the markdown. Results go to
 ``bench/results/<date>.json`` with a markdown table (also printed) and a PNG chart beside it.
 See docs/benchmarks.md for what each case measures and how to read the figures.
 """
@@ -22,6 +24,7 @@ See docs/benchmarks.md for what each case measures and how to read the figures.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import logging
@@ -31,6 +34,7 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +50,7 @@ from bench.side_by_side.servers import (
     export_revision,
     first_grpc_send,
 )
+from bench.side_by_side.settle import SETTLE_TIMEOUT_S, OtherCpu, Settle, wait_until_quiet
 
 logger = logging.getLogger("bench.side_by_side")
 # Measured on every server start (the grpc_ ones on the gRPC set-up), selectable like the others.
@@ -95,6 +100,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=Thresholds.max_other_cores,
         help="mark a row LOADED when other processes used more cores in its window "
         f"(default {Thresholds.max_other_cores})",
+    )
+    p.add_argument(
+        "--settle-timeout",
+        type=float,
+        default=SETTLE_TIMEOUT_S,
+        metavar="S",
+        help="before each measured window, wait at most S seconds for the 1-minute load to fall under "
+        "--max-load and other processes under --max-other-cores; 0: read the load once, no wait "
+        f"(default {SETTLE_TIMEOUT_S:.0f})",
     )
     p.add_argument("--size", type=int, default=1024, help="message body bytes (default 1024)")
     p.add_argument("--backlog", type=int, default=100_000, help="messages the consumer drains (100,000)")
@@ -198,8 +212,11 @@ def run_server(
         )
         for case in cases:
             started = time.perf_counter()
+            label = f"{target_name} round {rnd} {case.name}"
+            settle = _settle_for(target, thresholds, args.settle_timeout, label)
             try:
-                metrics = case.run(target, params, f"Bench_{case.name}_{rnd}")
+                case_params = dataclasses.replace(params, settle=settle)
+                metrics = case.run(target, case_params, f"Bench_{case.name}_{rnd}")
                 calibrate(metrics, watch, thresholds)
             except Exception as err:  # one failing case must not lose the others' results
                 logger.error("%s %s round %d failed: %s", target_name, case.name, rnd, err)
@@ -210,6 +227,21 @@ def run_server(
     finally:
         target.stop()
     return rows
+
+
+def _settle_for(
+    target: Ours | Reference, thresholds: Thresholds, timeout_s: float, label: str
+) -> Callable[[], Settle]:
+    """The wait a case calls right before its measured window: for a quiet machine (the servers of
+    ``target`` and every process of the benchmark excluded from the others' CPU), logged as it ends."""
+
+    def settle() -> Settle:
+        logger.info("%s: waiting up to %.0f s for the machine to settle", label, timeout_s)
+        waited = wait_until_quiet(thresholds, timeout_s, OtherCpu(target.pids()).sample)
+        logger.info("%s: %s", label, waited.describe())
+        return waited
+
+    return settle
 
 
 def server_setups(case_names: list[str]) -> list[tuple[tuple[bool, bool], list[Case]]]:
@@ -232,11 +264,17 @@ def _brief(m: dict[str, Any]) -> str:
     if "error" in m:
         return "ERROR"
     cpu = m.get("server_cpu_us_per_msg")
-    line = f"{m.get('msgs_per_s', 0):,.0f} msgs/s, {cpu or 0:.1f} µs CPU/msg, p99 {m.get('p99_ms', 0):.2f} ms"
+    line = f"{m.get('msgs_per_s', 0):,.0f} msgs/s, {cpu or 0:.1f} µs CPU/msg, "
+    if "p99_ms" not in m and m.get("avg_rt_ms") is not None:  # the official programs print no percentiles
+        line += f"avg RT {m['avg_rt_ms']:.2f} ms, {m.get('failed', 0)} failed"
+    else:
+        line += f"p99 {m.get('p99_ms') or 0:.2f} ms"
+    if "load_before_case" in m:
+        line += f"; load {m['load_before_case']:.2f} before the case (waited {m['settle_waited_s']:.0f} s)"
     if "others_load_start" in m:
         line += (
-            f"; load {m['load_1m_start']:.2f} (others {m['others_load_start']:.2f}) before, "
-            f"other processes {m.get('other_cores') or 0:.2f} cores"
+            f"; load {m['load_1m_start']:.2f} (others {m['others_load_start']:.2f}) at the window, "
+            f"other processes {m.get('other_cores') or 0:.2f} cores in it"
         )
     if m.get("loaded"):
         line += f"  ** {LOADED}: {'; '.join(m['loaded'])} **"
@@ -259,7 +297,11 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "ours": describe_source(args.ours_source) + (" (pure modules)" if args.before else ""),
         **({"before": f"{describe_source(args.before)} (pure modules)"} if args.before else {}),
-        "thresholds": {"max_load": args.max_load, "max_other_cores": args.max_other_cores},
+        "thresholds": {
+            "max_load": args.max_load,
+            "max_other_cores": args.max_other_cores,
+            "settle_timeout_s": args.settle_timeout,
+        },
         "reference": f"Apache RocketMQ {REFERENCE_VERSION} (Maven Central), NameServer and Broker "
         "heaps 256 MiB each; gRPC: the Proxy in local mode (broker inside it) beside the NameServer",
         "client": f"rocketmq-client {CLIENT_VERSION} (bench/java driver); gRPC: rocketmq-client-java "

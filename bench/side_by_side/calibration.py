@@ -14,6 +14,13 @@ Two readings per window, both from /proc, and a mark when either is over its thr
 * **the other processes' CPU over the window**: the machine's busy time (/proc/stat) less the
   servers' and the driver's (``other_cores`` of bench.side_by_side.driver), in cores.
 
+Since a back-to-back window's 1-minute load still carries the benchmark's own preceding windows,
+every case first waits for the machine to settle (settle.py): the load then judged is the
+machine's whole 1-minute load at the end of that wait, before the case's driver starts, and a wait
+that ended at ``--settle-timeout`` with the load still at ``--max-load`` or more marks the window.
+The others' share at the window's start is still recorded, and judged only for a window measured
+without a wait. :func:`judge` is the rule, a pure function of the readings.
+
 A row over either threshold carries ``loaded`` (the reasons) and is shown as :data:`LOADED`.
 """
 
@@ -25,7 +32,10 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bench.side_by_side.settle import Settle
 
 LOADED = "LOADED: not a publishable figure"
 SAMPLE_S = 1.0  # how often the benchmark's own runnable threads are counted
@@ -128,28 +138,66 @@ class LoadWatch:
         return earlier[-1] if earlier else 0.0
 
 
+def judge(
+    settle: Settle | None,
+    others_load_start: float | None,
+    machine_load_start: float | None,
+    other_cores: float | None,
+    thresholds: Thresholds,
+) -> list[str]:
+    """Why a window is not publishable (empty: it is), from its readings alone: the settle wait
+    before its case (its load samples and other-process CPU), or without one the others' 1-minute
+    load at its start (of a machine load of ``machine_load_start``), and the cores other processes
+    used over it."""
+    reasons = []
+    if settle is not None:
+        if settle.timed_out and settle.load >= thresholds.max_load:
+            reasons.append(
+                f"1-minute load {settle.load:.2f} before the case, still >= {thresholds.max_load} "
+                f"after waiting {settle.waited_s:.0f} s"
+            )
+        before = settle.last_other_cores
+        if settle.timed_out and before is not None and before > thresholds.max_other_cores:
+            reasons.append(
+                f"other processes used {before:.2f} cores before the case, still > "
+                f"{thresholds.max_other_cores} after waiting {settle.waited_s:.0f} s"
+            )
+    elif others_load_start is not None and others_load_start > thresholds.max_load:
+        reasons.append(
+            f"others' 1-minute load {others_load_start:.2f} before the window "
+            f"(machine {machine_load_start or 0.0:.2f}) > {thresholds.max_load}"
+        )
+    if other_cores is not None and other_cores > thresholds.max_other_cores:
+        reasons.append(
+            f"other processes used {other_cores:.2f} cores in the window > {thresholds.max_other_cores}"
+        )
+    return reasons
+
+
 def calibrate(metrics: dict[str, Any], watch: LoadWatch | None, thresholds: Thresholds) -> None:
     """Turn a driver run's window readings (``window_at``, ``load_1m_start``, ``load_1m_end``,
-    ``other_cores``) into the others' load before and after it, and add ``loaded`` (the reasons)
-    when a threshold is exceeded. Rows without a window (the official programs) are left as
-    they are."""
+    ``other_cores``, and ``settle``: the wait before the case, when there was one) into the others'
+    load before and after it and the settle readings, and add ``loaded`` (the reasons, by
+    :func:`judge`) when a threshold is exceeded. Rows without a window (start-up, memory) are left
+    as they are."""
     window = metrics.pop("window_at", None)
+    settle: Settle | None = metrics.pop("settle", None)
     if window is None:
         return
     start, end = window
-    reasons = []
     if metrics.get("load_1m_start") is not None and metrics.get("load_1m_end") is not None:
         own_start = watch.own_load_at(start) if watch else 0.0
         own_end = watch.own_load_at(end) if watch else 0.0
         metrics["others_load_start"] = max(0.0, metrics["load_1m_start"] - own_start)
         metrics["others_load_end"] = max(0.0, metrics["load_1m_end"] - own_end)
-    if metrics.get("others_load_start", 0.0) > thresholds.max_load:
-        reasons.append(
-            f"others' 1-minute load {metrics['others_load_start']:.2f} before the window "
-            f"(machine {metrics['load_1m_start']:.2f}) > {thresholds.max_load}"
-        )
-    other = metrics.get("other_cores")
-    if other is not None and other > thresholds.max_other_cores:
-        reasons.append(f"other processes used {other:.2f} cores in the window > {thresholds.max_other_cores}")
+    if settle is not None:
+        metrics.update(settle.fields())
+    reasons = judge(
+        settle,
+        metrics.get("others_load_start"),
+        metrics.get("load_1m_start"),
+        metrics.get("other_cores"),
+        thresholds,
+    )
     if reasons:
         metrics["loaded"] = reasons

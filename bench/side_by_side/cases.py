@@ -11,6 +11,10 @@ plaintext); topics are created and backlogs filled over the remoting protocol as
 Their warm-up lasts ``--warmup`` seconds and at least ``--grpc-warmup-msgs`` messages (a fresh JVM
 compiles its hot paths over the first few thousand); the consumer cases fill that many more
 messages than ``--backlog``, so the warm-up does not eat the measured backlog.
+
+Every case waits for a quiet machine (``Params.settle``, settle.py) right before its measured
+driver run: after creating its topic and filling any backlog, before the driver's warm-up. The
+wait's readings go into the case's metrics as ``settle``, for calibration.calibrate.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from bench.side_by_side.driver import GRPC_DRIVER, RUN_TIMEOUT_S, run_driver
 from bench.side_by_side.official import run_official, warmup_lines
 from bench.side_by_side.profile import PhaseProfiler
 from bench.side_by_side.servers import Target, create_topic, memory_kib, stored_messages
+from bench.side_by_side.settle import Settle
 
 TOPIC_QUEUES = 8
 IDLE_SETTLE_S = 3.0  # after the first send, before idle memory is read
@@ -51,6 +56,13 @@ class Params:
     backlog: int = BACKLOG
     profile_dir: Path | None = None  # py-spy profiles of ours during producer cases (profile.py)
     grpc_warmup_msgs: int = GRPC_WARMUP_MSGS
+    settle: Callable[[], Settle] | None = None  # waits for a quiet machine (None: no wait)
+
+
+def _settled(p: Params) -> dict[str, Any]:
+    """Wait with ``p.settle`` right before a measured window: ``{"settle": readings}``, or nothing
+    without a wait."""
+    return {} if p.settle is None else {"settle": p.settle()}
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,7 @@ class Case:
 
 def _producer(target: Target, p: Params, topic: str, **options: Any) -> dict[str, Any]:
     create_topic(target.broker_addr, target.namesrv_addr, topic, TOPIC_QUEUES)
+    settled = _settled(p)
     profiler = None
     if p.profile_dir is not None and target.name == "ours":
         profiler = PhaseProfiler(target.pids()[0], p.profile_dir / f"{topic}.txt")
@@ -83,7 +96,7 @@ def _producer(target: Target, p: Params, topic: str, **options: Any) -> dict[str
     finally:
         if profiler is not None:
             profiler.stop()
-    return run.metrics()
+    return {**run.metrics(), **settled}
 
 
 def sync_1(target: Target, p: Params, topic: str) -> dict[str, Any]:
@@ -133,6 +146,7 @@ def consume_backlog(target: Target, p: Params, topic: str) -> dict[str, Any]:
     """Store ``p.backlog`` messages, then measure a push consumer draining them from the first
     offset: the clock starts at the first delivered message."""
     stored, fill_rate = _fill_backlog(target, p, topic)
+    settled = _settled(p)
     run = run_driver(
         "consumer",
         target.pids(),
@@ -141,7 +155,7 @@ def consume_backlog(target: Target, p: Params, topic: str) -> dict[str, Any]:
         group=f"{topic}_group",
         count=stored,
     )
-    out = run.metrics()
+    out = {**run.metrics(), **settled}
     # The driver's consumer RT is store-to-delivery: for an old backlog it measures the backlog's age.
     for key in ("avg_rt_ms", "max_rt_ms", "p50_ms", "p99_ms", "p999_ms"):
         out[f"store_to_delivery_{key}"] = out.pop(key)
@@ -155,6 +169,7 @@ def _grpc_producer(
     """Sends from one gRPC Producer for ``p.duration_s`` after the warm-up (``options``: the
     driver's threads, inflight, fifo)."""
     create_topic(target.broker_addr, target.namesrv_addr, topic, TOPIC_QUEUES, attributes)
+    settled = _settled(p)
     run = run_driver(
         "send",
         target.pids(),
@@ -167,7 +182,7 @@ def _grpc_producer(
         warmup_msgs=p.grpc_warmup_msgs,
         **options,
     )
-    return run.metrics()
+    return {**run.metrics(), **settled}
 
 
 def grpc_send(target: Target, p: Params, topic: str) -> dict[str, Any]:
@@ -195,6 +210,7 @@ def grpc_receive(target: Target, p: Params, topic: str) -> dict[str, Any]:
     acknowledges them: warm-up from the first message, then ``p.duration_s`` or until the backlog is
     drained. The RT figures are those of one receive with the acks of its batch."""
     stored, fill_rate = _fill_backlog(target, p, topic, p.grpc_warmup_msgs)
+    settled = _settled(p)
     run = run_driver(
         "receive",
         target.pids(),
@@ -209,7 +225,7 @@ def grpc_receive(target: Target, p: Params, topic: str) -> dict[str, Any]:
         warmup=p.warmup_s,
         warmup_msgs=p.grpc_warmup_msgs,
     )
-    out = run.metrics()
+    out = {**run.metrics(), **settled}
     out["backlog_fill_msgs_per_s"] = fill_rate
     return out
 
@@ -219,6 +235,7 @@ def grpc_push(target: Target, p: Params, topic: str) -> dict[str, Any]:
     window runs from the end of the warm-up's messages to the last message. Its RT figures are
     born-to-consumed (the age of the backlog), reported as ``store_to_delivery_*``."""
     stored, fill_rate = _fill_backlog(target, p, topic, p.grpc_warmup_msgs)
+    settled = _settled(p)
     run = run_driver(
         "push",
         target.pids(),
@@ -230,7 +247,7 @@ def grpc_push(target: Target, p: Params, topic: str) -> dict[str, Any]:
         count=stored,
         warmup_msgs=min(p.grpc_warmup_msgs, stored - 1),
     )
-    out = run.metrics()
+    out = {**run.metrics(), **settled}
     for key in ("avg_rt_ms", "max_rt_ms", "p50_ms", "p99_ms", "p999_ms"):
         out[f"store_to_delivery_{key}"] = out.pop(key)
     out["backlog_fill_msgs_per_s"] = fill_rate
@@ -239,6 +256,7 @@ def grpc_push(target: Target, p: Params, topic: str) -> dict[str, Any]:
 
 def _lookups(target: Target, p: Params, topic: str, connections: int, threads: int) -> dict[str, Any]:
     create_topic(target.broker_addr, target.namesrv_addr, topic, TOPIC_QUEUES)
+    settled = _settled(p)
     run = run_driver(
         "lookup",
         target.pids(),
@@ -249,7 +267,7 @@ def _lookups(target: Target, p: Params, topic: str, connections: int, threads: i
         duration=p.duration_s,
         warmup=p.warmup_s,
     )
-    return run.metrics()
+    return {**run.metrics(), **settled}
 
 
 def lookups_8_connections(target: Target, p: Params, topic: str) -> dict[str, Any]:
@@ -265,7 +283,8 @@ def _official(target: Target, p: Params, topic: str, program: str, *options: str
     like our rows (bench/side_by_side/official.py measures it)."""
     create_topic(target.broker_addr, target.namesrv_addr, topic, TOPIC_QUEUES)
     args = ["-n", target.namesrv_addr, "-t", topic, "-s", str(p.size), *options]
-    return run_official(program, target.pids(), warmup_lines(p.warmup_s), args).metrics()
+    settled = _settled(p)
+    return {**run_official(program, target.pids(), warmup_lines(p.warmup_s), args).metrics(), **settled}
 
 
 def official_sync_1(target: Target, p: Params, topic: str) -> dict[str, Any]:
@@ -291,7 +310,8 @@ def official_defaults(target: Target, p: Params, topic: str) -> dict[str, Any]:
     which both brokers create at start with 1,024 queues (TopicConfigManager)."""
     del topic  # the program's default topic
     args = ["-n", target.namesrv_addr, "-w", "16"]
-    return run_official("Producer", target.pids(), warmup_lines(p.warmup_s), args).metrics()
+    settled = _settled(p)
+    return {**run_official("Producer", target.pids(), warmup_lines(p.warmup_s), args).metrics(), **settled}
 
 
 def idle_memory(target: Target) -> dict[str, Any]:

@@ -14,6 +14,11 @@ seconds. This module reads the lines as they come and snapshots the server proce
 :data:`WINDOW_LINES` lines later: its rate covers the seconds between the two snapshots, so the
 server CPU per message is that CPU over the rate times those seconds, as the rows of our own driver
 (driver.py) measure it. The program is then stopped (they run until killed).
+
+The window is calibrated as our driver's are: the case waits for a quiet machine before starting
+the program (settle.py); the ten seconds before the first line and the ``warmup`` lines after it
+warm both servers up; the machine's load and the cores other processes used between the two
+snapshots are kept, and calibration.calibrate marks the row LOADED like any other.
 """
 
 from __future__ import annotations
@@ -115,6 +120,9 @@ class OfficialRun:
             "max_rt_ms": self.last.max_rt_ms,
             "elapsed_s": wall,
             "other_cores": max(0.0, (busy - server - driver) / wall) if wall > 0 else None,
+            "load_1m_start": self.start.load_1m,
+            "load_1m_end": self.end.load_1m,
+            "window_at": (self.start.at, self.end.at),  # for calibration.calibrate, which removes it
             "tps_lines": self.lines[-WINDOW_LINES - 1 :],
         }
 

@@ -27,8 +27,11 @@ THROUGHPUT_METRICS = (
     "failed",
     "load_1m_start",
     "others_load_start",
+    "load_before_case",
+    "settle_waited_s",
 )
-NOISE_METRICS = ("other_cores", "load_1m_start", "others_load_start")  # no ratio of these
+# The noise readings: no ratio of these.
+NOISE_METRICS = ("other_cores", "load_1m_start", "others_load_start", "load_before_case", "settle_waited_s")
 MEMORY_METRICS = ("rss_mib", "anon_mib", "file_mib")
 SERVER_METRICS = {
     "startup": ("ready_s", "first_send_s"),
@@ -154,9 +157,10 @@ def loaded_banner(summary: dict[str, Any], meta: dict[str, Any]) -> list[str]:
     t = meta.get("thresholds", {})
     return [
         f"**{LOADED}.** Windows of {', '.join(cases)} were measured while other processes loaded the "
-        f"machine (their 1-minute load before the window over {t.get('max_load', '?')}, or over "
-        f"{t.get('max_other_cores', '?')} of a core used by them in it): those rows are marked; "
-        "measure again on a quiet machine before quoting them.",
+        f"machine (the 1-minute load before the case still {t.get('max_load', '?')} or more when the "
+        f"wait for a quiet machine timed out after {t.get('settle_timeout_s', '?')} s, or over "
+        f"{t.get('max_other_cores', '?')} of a core used by other processes in the window): those rows "
+        "are marked; measure again on a quiet machine before quoting them.",
         "",
     ]
 
@@ -228,6 +232,7 @@ def _grpc_lines(summary: dict[str, Any], meta: dict[str, Any]) -> list[str]:
         *(f"{h} p50 ms" for h in heads),
         "others' load before (" + " / ".join(heads) + ")",
         "other cores (" + " / ".join(heads) + ")",
+        "load before the case, waited s (" + " / ".join(heads) + ")",
     ]
     lines = [
         "",
@@ -236,7 +241,9 @@ def _grpc_lines(summary: dict[str, Any], meta: dict[str, Any]) -> list[str]:
         "Official Java client 5.0.8, 1 KiB; server CPU from /proc over exactly each window (ours: its "
         "one process; the Proxy: its JVM, broker inside, and the NameServer JVM)"
         + (f"; before: ours at {meta['before']}" if "before" in meta else "")
-        + ". The last two columns are the noise readings (medians).",
+        + ". The last three columns are the noise readings (medians): the others' 1-minute load at "
+        "the window's start, the cores other processes used in it, and the machine's 1-minute load "
+        "when the wait for a quiet machine before the case ended, with the seconds waited.",
         "",
         "| case | " + " | ".join(cols) + " |",
         "|---" * (len(cols) + 1) + "|",
@@ -252,6 +259,12 @@ def _grpc_lines(summary: dict[str, Any], meta: dict[str, Any]) -> list[str]:
         for metric in ("others_load_start", "other_cores"):
             medians = [summary[name].get(t, {}).get(metric, {}).get("median") for t in targets]
             cells.append(" / ".join(_fmt(v, 2) for v in medians))
+        settles = []
+        for t in targets:
+            load = summary[name].get(t, {}).get("load_before_case", {}).get("median")
+            waited = summary[name].get(t, {}).get("settle_waited_s", {}).get("median")
+            settles.append("-" if load is None else f"{load:.2f}, {_fmt(waited)} s")
+        cells.append(" / ".join(settles))
         lines.append(f"| {CASES[name].title}{_loaded_mark(summary, name)} | " + " | ".join(cells) + " |")
     return lines
 
