@@ -12,6 +12,7 @@ import dataclasses
 import logging
 from collections.abc import Mapping
 
+from broker.followed_version import DEFAULT, FollowedVersion, followed_version
 from codec.config_fields import apply_properties, to_properties
 
 logger = logging.getLogger(__name__)
@@ -71,6 +72,8 @@ class BrokerConfig:
     metrics_exporter_type: str = "DISABLE"  # MetricsExporterType: DISABLE, or PROM for the HTTP endpoint
     metrics_prom_exporter_host: str = ""  # empty: all interfaces, as Java's exporter
     metrics_prom_exporter_port: int = 5557  # BrokerConfig.metricsPromExporterPort
+    # The RocketMQ release followed where 5.3.3 and 5.5.0 differ (broker.followed_version); no Java key.
+    broker_version: str = DEFAULT
     extra: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @classmethod
@@ -79,7 +82,13 @@ class BrokerConfig:
         config = cls()
         renamed = {JAVA_KEY_ALIASES.get(k, k): v for k, v in props.items()}
         config.extra = apply_properties(config, renamed)
+        followed_version(config.broker_version)
         return config
+
+    @property
+    def followed(self) -> FollowedVersion:
+        """The release named by ``brokerVersion``; raises ``ValueError`` for an unknown one."""
+        return followed_version(self.broker_version)
 
     @property
     def broker_addr(self) -> str:
