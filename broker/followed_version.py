@@ -27,7 +27,8 @@ sources:
   downward from ``randomQ - 1``.
 
 The Proxy reports no version of its own over gRPC (``UA.version`` is the client's), so nothing
-there follows the setting.
+there follows the setting. The NameServer of ``rmq-gateway standalone`` is no broker: its frames
+keep ``V5_3_3`` whatever the setting.
 """
 
 from __future__ import annotations
