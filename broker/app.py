@@ -392,7 +392,10 @@ class BrokerApp:
         faults: FaultPoint | None = None,
     ) -> None:
         self.config = config
-        self.server_config = server_config or ServerConfig(port=config.listen_port)
+        # Every command the broker writes carries the followed release's MQVersion (Java's configVersion).
+        self.server_config = dataclasses.replace(
+            server_config or ServerConfig(port=config.listen_port), command_version=config.followed.mq_version
+        )
         self.client_tls = client_tls
         self.faults = faults
         self._stop = trio.Event()

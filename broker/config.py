@@ -12,6 +12,7 @@ import dataclasses
 import logging
 from collections.abc import Mapping
 
+from broker.followed_version import DEFAULT, FollowedVersion, followed_version
 from codec.config_fields import apply_properties, to_properties
 
 logger = logging.getLogger(__name__)
@@ -74,6 +75,8 @@ class BrokerConfig:
     max_lite_subscription_count: int = 100000  # (client, lite topic) subscriptions the broker holds
     lite_ttl_check_interval: int = 120_000  # ms between lite topic expiry rounds (LiteLifecycleManager)
     min_lite_ttl: int = 15 * 60 * 1000  # ms before a lite topic may expire (from start, its last message)
+    # The RocketMQ release followed where 5.3.3 and 5.5.0 differ (broker.followed_version); no Java key.
+    broker_version: str = DEFAULT
     extra: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @classmethod
@@ -82,7 +85,13 @@ class BrokerConfig:
         config = cls()
         renamed = {JAVA_KEY_ALIASES.get(k, k): v for k, v in props.items()}
         config.extra = apply_properties(config, renamed)
+        followed_version(config.broker_version)
         return config
+
+    @property
+    def followed(self) -> FollowedVersion:
+        """The release named by ``brokerVersion``; raises ``ValueError`` for an unknown one."""
+        return followed_version(self.broker_version)
 
     @property
     def broker_addr(self) -> str:

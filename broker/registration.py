@@ -124,7 +124,8 @@ class NamesrvRegistrar:
     async def _serve_namesrv(self, address: str) -> None:
         while True:
             try:
-                config = ServerConfig(idle_timeout_s=math.inf)
+                version = self.config.followed.mq_version
+                config = ServerConfig(idle_timeout_s=math.inf, command_version=version)
                 async with connect(address, config=config, tls=self.tls) as conn:
                     self._connections[address] = conn
                     try:

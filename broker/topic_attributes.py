@@ -17,7 +17,8 @@ written back unchanged), with one ERROR line, so a file of the Java broker keeps
 ``message.type`` is kept and answered as Java does; the broker itself checks it only for MIXED
 (Java's Proxy is the component that compares a message with its topic's type). It also takes
 ``PRIORITY`` (RocketMQ 5.4+, :mod:`broker.priority`) and ``LITE`` (5.5, :mod:`broker.lite`), while
-a refusal still lists 5.3.3's set, the reference's text (5.5.0 lists ``PRIORITY`` and ``LITE`` too).
+a refusal lists the set of the release ``brokerVersion`` follows (:mod:`broker.followed_version`):
+5.3.3's by default, 5.5.0's (with ``PRIORITY`` and ``LITE``) under ``brokerVersion=5.5.0``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from broker.followed_version import MESSAGE_TYPES_533
 from codec.bodies.register import TopicConfig
 from codec.errors import RocketMQError
 
@@ -79,10 +81,11 @@ class Attribute:
     maximum: int = 0
     newer: tuple[str, ...] = ()  # values of later Java versions, accepted but not listed
 
-    def verify(self, value: str) -> None:
+    def verify(self, value: str, listed: tuple[str, ...] | None = None) -> None:
+        """``listed``: the universe a refusal prints, when not this attribute's own."""
         if self.universe:
             if value not in self.universe and value not in self.newer:
-                raise RocketMQError(f"value is not in set: {java_hash_set_text(self.universe)}")
+                raise RocketMQError(f"value is not in set: {java_hash_set_text(listed or self.universe)}")
             return
         number = int(value) if _JAVA_LONG.fullmatch(value) else None
         if number is None or not -(2**63) <= number <= JAVA_LONG_MAX:
@@ -98,7 +101,7 @@ TOPIC_ATTRIBUTES: dict[str, Attribute] = {
     MESSAGE_TYPE: Attribute(
         MESSAGE_TYPE,
         True,
-        ("UNSPECIFIED", "NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"),
+        MESSAGE_TYPES_533,
         newer=("PRIORITY", "LITE"),
     ),
     RESERVE_TIME: Attribute(RESERVE_TIME, True, minimum=-1, maximum=JAVA_LONG_MAX),
@@ -145,9 +148,15 @@ def _java_split(text: str, sep: str) -> list[str]:
     return parts
 
 
-def alter_attributes(create: bool, current: Mapping[str, str], new: Mapping[str, str]) -> dict[str, str]:
+def alter_attributes(
+    create: bool,
+    current: Mapping[str, str],
+    new: Mapping[str, str],
+    message_types: tuple[str, ...] = MESSAGE_TYPES_533,
+) -> dict[str, str]:
     """``AttributeUtil.alterCurrentAttributes`` over :data:`TOPIC_ATTRIBUTES`, then the refusal of
-    :data:`UNSUPPORTED_VALUES`; returns the topic's new attributes. Raises RocketMQError."""
+    :data:`UNSUPPORTED_VALUES`; returns the topic's new attributes. ``message_types``: the
+    ``message.type`` values a refusal lists (the followed release's). Raises RocketMQError."""
     init: dict[str, str] = {}
     add: dict[str, str] = {}
     delete: list[str] = []
@@ -181,7 +190,7 @@ def alter_attributes(create: bool, current: Mapping[str, str], new: Mapping[str,
         if not initial and not attribute.changeable:
             raise RocketMQError(f"attempt to update an unchangeable attribute. key: {real}")
         if checked is not None:
-            attribute.verify(checked)
+            attribute.verify(checked, message_types if real == MESSAGE_TYPE else None)
     for real, value in (init | add).items():
         if UNSUPPORTED_VALUES.get(real) == value:
             raise RocketMQError(
@@ -195,18 +204,21 @@ def alter_attributes(create: bool, current: Mapping[str, str], new: Mapping[str,
 
 
 def requested_attributes(
-    modification: str | Mapping[str, str] | None, existing: TopicConfig | None
+    modification: str | Mapping[str, str] | None,
+    existing: TopicConfig | None,
+    message_types: tuple[str, ...] = MESSAGE_TYPES_533,
 ) -> dict[str, str]:
     """The attributes a topic has after a create (``existing`` None) or update request whose
     modification is ``CreateTopicRequestHeader.attributes`` (text) or the signed map of a
-    ``TopicConfig`` in ``CreateTopicListRequestBody``. Raises RocketMQError as the Java broker
-    answers: INVALID_PARAMETER for MIXED, SYSTEM_ERROR for the rest."""
+    ``TopicConfig`` in ``CreateTopicListRequestBody``; ``message_types`` as for
+    :func:`alter_attributes`. Raises RocketMQError as the Java broker answers: INVALID_PARAMETER
+    for MIXED, SYSTEM_ERROR for the rest."""
     if modification is None or isinstance(modification, str):
         modification = parse_modification(modification)
     if modification.get("+" + MESSAGE_TYPE) == "MIXED":
         raise RocketMQError("MIXED message type is not supported.", response_code=INVALID_PARAMETER)
     current = existing.attributes if existing is not None else {}
-    return alter_attributes(existing is None, current, modification)
+    return alter_attributes(existing is None, current, modification, message_types)
 
 
 def unsupported_attributes(attributes: Mapping[str, str]) -> list[str]:

@@ -157,11 +157,14 @@ class TopicConfigManager:
         self.on_change = on_change
         self.system_topics: set[str] = set(STATIC_SYSTEM_TOPICS)
         self._lite_queues: dict[str, TopicConfig] = {}
+        # brokerVersion is read at start only (broker.processors.broker_status), so this is fixed.
+        self._not_allowed_send = NOT_ALLOWED_SEND_TOPICS | set(config.followed.extra_system_topics)
         self._init_system_topics()
 
     def _init_system_topics(self) -> None:
         """``TopicConfigManager.init``: every topic the 5.3.3 broker creates at start, with its
-        queue counts and perm, each also added to the system topic set."""
+        queue counts and perm, each also added to the system topic set; under ``brokerVersion``
+        5.5.0 also that release's two RocksDB transaction topics (:mod:`broker.followed_version`)."""
         c = self.config
         rw = PERM_READ | PERM_WRITE
         system = [
@@ -177,6 +180,7 @@ class TopicConfigManager:
             TopicConfig(f"rmq_sys_REVIVE_LOG_{c.broker_cluster_name}", REVIVE_QUEUE_NUM, REVIVE_QUEUE_NUM),
             TopicConfig(f"rmq_sys_SYNC_BROKER_MEMBER_{c.broker_name}", 1, 1, PERM_INHERIT),
         ]
+        system += [TopicConfig(name, 1, 1, rw) for name in c.followed.extra_system_topics]
         if c.timer_wheel_enable:
             system.append(TopicConfig(TIMER_TOPIC, 1, 1, rw))
         if c.auto_create_topic_enable:
@@ -187,6 +191,10 @@ class TopicConfigManager:
         for topic in system:
             self.table[topic.topic_name] = topic
             self.system_topics.add(topic.topic_name)
+
+    def is_not_allowed_send(self, topic: str) -> bool:
+        """``TopicValidator.isNotAllowedSendTopic`` of the followed release."""
+        return topic in self._not_allowed_send
 
     def is_system(self, topic: str) -> bool:
         """``TopicValidator.isSystemTopic`` with the topics this broker created at start."""

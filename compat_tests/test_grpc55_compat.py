@@ -16,6 +16,9 @@ After the push scenario, the six lite subcommands of the 5.5.0 ``mqadmin`` (getB
 getParentTopicInfo, getLiteTopicInfo, getLiteClientInfo, getLiteGroupInfo, triggerLiteDispatch)
 print the same lines on both, times aside, and raw lite admin requests get the same refusals.
 
+Last, ``rmq-compat --quick`` (one scenario per feature of its catalogue) passes every row on both;
+ours runs with ``brokerVersion=5.5.0`` in this module.
+
 Priority (``docs/priority.md``): the Python client sends a backlog of mixed priorities and a
 SimpleConsumer receives it in the same order from both, each message with its priority and the
 type PRIORITY; raw SendMessage and QueryRoute calls get the same answers from both, refusals
@@ -24,6 +27,7 @@ included.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -34,6 +38,7 @@ import grpc
 import pytest
 
 from codec.codes import ResponseCode
+from compat_tests.compat_matrix import ALL_FEATURES
 from compat_tests.grpc_targets import Endpoint, start_cluster_reference, start_ours
 from compat_tests.lite55_admin import (
     ADMIN_CLIENT,
@@ -70,14 +75,15 @@ REPO = Path(__file__).resolve().parent.parent
 SERVICE = "/apache.rocketmq.v2.MessagingService/"
 METADATA = (("x-mq-client-id", "lite-check"), ("x-mq-language", "PYTHON"), ("x-mq-protocol", "v2"))
 ROUNDS = 3
-LMQ_CONF = {"enableLmq": "true", "enableMultiDispatch": "true"}
+# With every feature of the rmq-compat catalogue on, so its quick set can run here (the last test).
+LMQ_CONF = {"enableLmq": "true", "enableMultiDispatch": "true", **ALL_FEATURES}
 
 
 @pytest.fixture(scope="module", params=("ours", f"reference-{VERSION}"))
 def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
     workdir = tmp_path_factory.mktemp(request.param)
     if request.param == "ours":
-        ours = start_ours(workdir, LMQ_CONF)
+        ours = start_ours(workdir, {**LMQ_CONF, "brokerVersion": VERSION})
         try:
             endpoint = Endpoint("ours", ours.grpc_addr, ours.namesrv_addr)
             create_resources(endpoint, workdir)
@@ -444,3 +450,35 @@ def test_python_client_backlog_comes_back_highest_priority_first(target: Endpoin
     types = [tuple(line.split()[1:]) for line in lines if line.startswith("TYPE")]
     assert types == [(body, str(pb.PRIORITY)) for body, _ in EXPECTED], result.stdout
     assert lines[-1] == "DONE", result.stdout
+
+
+# -- rmq-compat's quick set on the module's target (self-contained) --------------------------------
+
+QUICK_TIMEOUT_S = 900.0  # a whole --quick run on a loaded 2-core machine
+
+
+def test_rmq_compat_quick_set_passes_every_row(target: Endpoint, tmp_path: Path) -> None:
+    """The catalogue's quick set on ours as 5.5.0 and on the real 5.5.0 cluster (its gRPC rows on
+    the cluster-mode Proxy, whose port is not the broker's): every row passes."""
+    report_file = tmp_path / "quick.json"
+    command = [sys.executable, "-m", "compat_tests.tool.cli", "--namesrv", target.namesrv_addr]
+    command += ["--grpc", target.grpc_addr, "--quick", "--jobs", "4", "--json", str(report_file)]
+    result = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=QUICK_TIMEOUT_S,
+        cwd=REPO,
+        env={**os.environ, "HOME": str(tmp_path)},
+        check=False,
+    )
+    assert report_file.is_file(), result.stderr[-3000:]
+    report = json.loads(report_file.read_text())
+    results = report["targets"][0]["results"]
+    failing = {r["id"]: (r["status"], r["reason"]) for r in results if r["status"] != "passed"}
+    assert failing == {}, result.stdout
+    assert len(results) >= 25
+    assert {"SQL92 filter", "transaction", "POP", "gRPC FIFO", "gRPC recall", "mqadmin"} <= {
+        r["feature"] for r in results
+    }
+    assert result.returncode == 0

@@ -8,17 +8,24 @@ NameServer and broker (target ``reference-5.5.0``), one of each per module:
   ``_SYS_MSG_PRIORITY_`` property, the queue the broker stores each in, and the order POP
   (raw frames, :mod:`compat_tests.pop_raw`) hands a backlog of mixed priorities out in;
 * ``mqadmin switchTimerEngine`` (5.5.0 tools, request code 5001 SWITCH_TIMER_ENGINE) with each
-  engine type, and the same request as raw frames (missing and unknown types).
+  engine type, and the same request as raw frames (missing and unknown types);
+* where 5.5.0 answers otherwise than 5.3.3 (:mod:`broker.followed_version`; ours runs with
+  ``brokerVersion=5.5.0`` here): the version it reports (every frame, ``brokerStatus``,
+  ``clusterList``), the two RocksDB transaction topics created at start, the ``message.type``
+  refusal, ``getBrokerConfig``'s keys, and a POP walking the queues downward. The default setting
+  answers as 5.3.3 against the real 5.3.3 in the other compat modules.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from compat_tests.frame_oracle import repair_fastjson
 from compat_tests.pop_raw import RawSession, popped, send, wait_route
 from compat_tests.pop_raw import pop as raw_pop
 from compat_tests.reference import run_mqadmin
@@ -26,6 +33,11 @@ from compat_tests.targets import Target, start_target
 
 VERSION = "5.5.0"
 GET_MAX_OFFSET = 30
+UPDATE_AND_CREATE_TOPIC = 17
+GET_BROKER_CONFIG = 26
+GET_BROKER_RUNTIME_INFO = 28
+V5_5_0 = 513  # MQVersion.Version.V5_5_0.ordinal()
+ROCKSDB_TOPICS = ["RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC", "RMQ_SYS_ROCKSDB_TRANS_OP_HALF_TOPIC"]
 SWITCH_TIMER_ENGINE = 5001
 INVALID_PARAMETER = 29
 QUEUES = 4
@@ -38,7 +50,8 @@ EXPECTED_ORDER = ["b", "d", "g", "e", "i", "c", "h", "a", "f"]
 @pytest.fixture(scope="module", params=("gateway", f"reference-{VERSION}"))
 def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     name: str = request.param
-    started = start_target(name, tmp_path_factory.mktemp(name))
+    conf = {"brokerVersion": VERSION} if name == "gateway" else None
+    started = start_target(name, tmp_path_factory.mktemp(name), conf)
     try:
         yield started
     finally:
@@ -166,3 +179,81 @@ def test_the_5_5_1_batch_deletions_are_unknown_to_5_5_0(target: Target) -> None:
     assert {code: (a["code"], a["remark"]) for code, a in answers.items()} == {
         code: (3, f" request type {code} not supported") for code in bodies
     }
+
+
+# -- where 5.5.0 differs from 5.3.3 (ours with brokerVersion=5.5.0) --------------------------------
+
+
+def test_the_broker_reports_5_5_0(target: Target, home: Path) -> None:
+    """Every frame carries V5_5_0; ``brokerStatus`` has ``brokerVersionDesc`` and (unlike 5.3.3) no
+    ``brokerVersion``; ``clusterList`` prints the version."""
+    addr = broker_addr(target)
+    with RawSession(addr) as s:
+        resp = s.call(GET_BROKER_RUNTIME_INFO)
+    table = json.loads(repair_fastjson(resp["body"].decode()))["table"]
+    assert (resp["code"], resp["version"]) == (0, V5_5_0)
+    assert table["brokerVersionDesc"] == "V5_5_0"
+    assert "brokerVersion" not in table
+    rows = mqadmin(target, home, "clusterList").splitlines()
+    assert rows[0].split()[6] == "#Version", rows
+    assert [r.split()[3:5] for r in rows[1:]] == [[addr, "V5_5_0"]], rows
+
+
+def test_the_rocksdb_transaction_topics_exist_and_refuse_sends(target: Target, home: Path) -> None:
+    listed = mqadmin(target, home, "topicList").split()
+    assert [t for t in ROCKSDB_TOPICS if t in listed] == ROCKSDB_TOPICS
+    with RawSession(broker_addr(target)) as s:
+        answers = [send(s, topic, b"x", 0) for topic in ROCKSDB_TOPICS]
+    assert [(a["code"], a["remark"]) for a in answers] == [
+        (16, f"Sending message to topic[{topic}] is forbidden.") for topic in ROCKSDB_TOPICS
+    ]
+
+
+def test_a_refused_message_type_lists_priority_and_lite(target: Target) -> None:
+    ext = {
+        "topic": "BadTypeTopic55",
+        "defaultTopic": "TBW102",
+        "readQueueNums": "4",
+        "writeQueueNums": "4",
+        "perm": "6",
+        "topicFilterType": "SINGLE_TAG",
+        "topicSysFlag": "0",
+        "order": "false",
+        "attributes": "+message.type=BAD",
+    }
+    with RawSession(broker_addr(target)) as s:
+        resp = s.call(UPDATE_AND_CREATE_TOPIC, ext)
+    assert (resp["code"], resp["remark"]) == (
+        1,
+        "value is not in set: [UNSPECIFIED, MIXED, TRANSACTION, PRIORITY, FIFO, DELAY, LITE, NORMAL]",
+    )
+
+
+def test_get_broker_config_has_the_5_5_0_keys(target: Target) -> None:
+    with RawSession(broker_addr(target)) as s:
+        resp = s.call(GET_BROKER_CONFIG)
+    assert resp["code"] == 0, resp
+    props = dict(line.split("=", 1) for line in resp["body"].decode().splitlines() if "=" in line)
+    assert len(props) == 487
+    assert {k: props[k] for k in ("priorityOrderAsc", "transRocksDBEnable", "enableLiteEventMode")} == {
+        "priorityOrderAsc": "true",
+        "transRocksDBEnable": "false",
+        "enableLiteEventMode": "true",
+    }
+    assert (props["minLiteTTl"], props["transactionMetricFlushInterval"]) == ("900000", "10000")
+
+
+def test_pop_walks_the_queues_downward(target: Target) -> None:
+    """One message per queue; a POP of the whole topic returns them in its walk's order, from a
+    random queue downward (5.3.3: upward), whatever the start."""
+    topic = f"PopWalk{target.name.replace('.', '').replace('-', '')}"
+    with RawSession(broker_addr(target)) as s:
+        for queue_id in range(4):
+            assert send(s, topic, str(queue_id).encode(), queue_id)["code"] == 0
+        wait_queued(s, topic, dict.fromkeys(range(4), 1))
+        walks = [
+            [m["queue_id"] for m in popped(raw_pop(s, topic, f"PopWalkGroup{n}", -1, 60_000))]
+            for n in range(5)
+        ]
+    for walk in walks:
+        assert walk == [(walk[0] - i) % 4 for i in range(4)], walks

@@ -324,9 +324,35 @@ def test_matrix_cells_say_ours_then_the_reference() -> None:
     assert "| gRPC send | — | — | not run / not run |" in block
 
 
+def test_the_5_5_0_column_sums_each_features_rows_per_target() -> None:
+    ours = json.loads(report.to_json([sample()]))["targets"][0]
+    real = json.loads(report.to_json([sample()]))["targets"][0]
+    real["results"][1]["status"] = "passed"
+    ours["started"] = real["started"] = 1795795388.8
+    ours55 = json.loads(report.to_json([sample()]))["targets"][0]
+    real55 = json.loads(json.dumps(real))
+    doc55 = {"targets": [ours55, real55], "differences": [{"id": "x"}]}
+    block = compat_matrix.render({"targets": [ours, real], "differences": [{"id": "x"}]}, doc55)
+    lines = block.splitlines()
+    assert (lines[0], lines[-1]) == (compat_matrix.BEGIN, compat_matrix.END)
+    assert "ours with `brokerVersion=5.5.0` / the real Apache RocketMQ 5.5.0" in lines[3]
+    assert "1 difference(s). Report: `docs/compat-reports/rmq-compat-5.5.0.json`." in lines[3]
+    assert lines[5] == "| Feature | `java-4.9.8` | `java-5.3.3` | `java-grpc-5` | 5.5.0 |"
+    assert lines[6] == "|---|---|---|---|---|"
+    assert "| send sync | ✔ / ✔ | ✘ / ✔ | — | ✘ / ✔ |" in block
+    assert "| SQL92 filter | — | unsupported / unsupported | — | unsupported / unsupported |" in block
+    assert "| gRPC send | — | — | not run / not run | not run / not run |" in block
+
+
 def test_readme_matrix_is_the_committed_report_rendered() -> None:
+    """The README block is both reports rendered; every row passes on ours and on 5.3.3 alike."""
     readme = compat_matrix.README.read_text()
     document = json.loads(compat_matrix.REPORT.read_text())
-    assert compat_matrix.with_block(readme, compat_matrix.render(document)) == readme
+    document55 = json.loads(compat_matrix.REPORT_55.read_text())
+    assert compat_matrix.with_block(readme, compat_matrix.render(document, document55)) == readme
     assert document["differences"] == []
     assert {r["status"] for t in document["targets"] for r in t["results"]} == {"passed"}
+    assert len(document55["targets"]) == 2
+    assert {r["id"] for t in document55["targets"] for r in t["results"]} == {
+        r["id"] for t in document["targets"] for r in t["results"]
+    }

@@ -3,8 +3,9 @@
 A request reads, in Java's order: the group's POP retry topic first with probability
 ``popFromRetryProbability`` (20 %), the topic (every readable queue from a random one when
 ``queueId`` is -1, else that queue), then the retry topic if the batch is not full and it was not
-read first. A priority topic's POP reads its queues from the highest id down instead
-(:mod:`broker.priority`). Per queue (``popMsgFromQueue``): skip it when its
+read first. The walk over the queues goes upward as 5.3.3's, or downward under
+``brokerVersion=5.5.0`` (:mod:`broker.followed_version`). A priority topic's POP reads its queues
+from the highest id down instead (:mod:`broker.priority`). Per queue (``popMsgFromQueue``): skip it when its
 ``topic@group@queueId`` lock is held, take the start offset (committed consumer offset, else the
 init offset of ``initMode``, at least the offset after the last popped batch), read through the
 store's filtered read, write the checkpoint to the revive topic *before* the messages leave, and
@@ -260,7 +261,7 @@ class PopReader:
         if random_q == PRIORITY_ORDER:
             queues = priority_queue_order(count)
         else:
-            queues = [(random_q + i) % count for i in range(count)]
+            queues = self.broker.config.followed.pop_queue_order(count, random_q)
         for queue_id in queues:
             await self._read_queue(topic, is_retry, queue_id, header, message_filter, batch)
 

@@ -121,7 +121,9 @@ class AdminBrokerProcessor:
             header.topic_sys_flag or 0,
             header.order,
         )
-        topic.attributes = requested_attributes(header.attributes, existing)
+        topic.attributes = requested_attributes(
+            header.attributes, existing, self.broker.config.followed.message_types
+        )
         validate_topic_config(topic)  # refusals raise TopicValidationError (INVALID_PARAMETER)
         self.broker.topics.update(topic)
         return request.make_response(ResponseCode.SUCCESS)

@@ -111,7 +111,9 @@ class AdminOpsProcessor:
             validate_topic_config(topic)  # refusals raise TopicValidationError (INVALID_PARAMETER)
             self.broker.topics.refuse_system(topic.topic_name)
             existing = self.broker.topics.select(topic.topic_name)
-            topic.attributes = requested_attributes(topic.attributes, existing)
+            topic.attributes = requested_attributes(
+                topic.attributes, existing, self.broker.config.followed.message_types
+            )
         for topic in topics:
             if topic != self.broker.topics.select(topic.topic_name):
                 self.broker.topics.update(topic)

@@ -6,8 +6,10 @@
   today/yesterday counters, disk ratio of the store path, thread-pool keys of a broker whose
   queues are always empty).
 * GET_BROKER_CONFIG: every key a 5.3.3 broker reports (``java_broker_config.properties``: Java's
-  defaults), overridden by the values this broker uses. UPDATE_BROKER_CONFIG applies the keys at
-  runtime (refusing ``configBlackList``'s, as Java), and persists them into ``brokerConfigPath``
+  defaults), plus the keys of 5.5.0 under ``brokerVersion=5.5.0`` (:mod:`broker.followed_version`),
+  overridden by the values this broker uses. UPDATE_BROKER_CONFIG applies the keys at
+  runtime (refusing ``configBlackList``'s, as Java; ``brokerVersion`` waits for the next start),
+  and persists them into ``brokerConfigPath``
   (the ``-c`` file when the CLI sets it, else ``<store>/config/broker.properties``).
 * VIEW_BROKER_STATS_DATA and GET_BROKER_CONSUME_STATS.
 """
@@ -34,7 +36,7 @@ from codec.config_fields import apply_properties, camel_case
 from codec.errors import RocketMQError
 from codec.headers.admin import ViewBrokerStatsDataRequestHeader
 from codec.java_properties import format_properties, parse_properties
-from codec.versions import CURRENT_VERSION, version_desc
+from codec.versions import version_desc
 from gateway.transport.dispatch import Dispatcher, RequestContext
 
 logger = logging.getLogger(__name__)
@@ -42,9 +44,10 @@ logger = logging.getLogger(__name__)
 JAVA_DEFAULTS_FILE = Path(__file__).with_name("java_broker_config.properties")
 CONFIG_BLACK_LIST = "configBlackList;brokerConfigPath"  # BrokerConfig.configBlackList default
 STORE_KEY_SPELLING = {"checkCrcOnRecover": "checkCRCOnRecover"}  # acronyms camel_case cannot restore
-#: 5.5 keys this broker reads (lite topics, ``broker.lite_lifecycle``) that are not in the 5.3.3
-#: answer this one reproduces.
+#: 5.5 keys this broker reads (lite topics, ``broker.lite_lifecycle``): in the answer only when
+#: the followed release has them (``broker.followed_version``), not in 5.3.3's.
 KEYS_SINCE_55 = ("maxLiteSubscriptionCount", "liteTtlCheckInterval", "minLiteTTl")
+START_ONLY_KEY = "brokerVersion"  # broker.followed_version: fixed while the broker runs
 DEFAULT_HA_PORT_OFFSET = 1  # BrokerStartup: haListenPort = listenPort + 1 unless configured
 THREAD_POOL_CAPACITIES = {  # BrokerConfig *ThreadPoolQueueCapacity defaults
     "sendThreadPoolQueueCapacity": 10000,
@@ -93,6 +96,7 @@ class BrokerStatusProcessor:
     def runtime_info(self) -> dict[str, str]:
         broker, store = self.broker, self.broker.store
         info = self.stats.store_runtime_info()
+        followed = broker.config.followed
         root = store.config.store_path_root_dir
         used = store.disk_used_ratio()
         ratio = java_double(round(used, 2) if used >= 0 else -1.0)
@@ -104,8 +108,7 @@ class BrokerStatusProcessor:
                 "commitLogMinOffset": str(store.min_phy_offset),
                 "commitLogMaxOffset": str(store.max_phy_offset),
                 "brokerActive": "true",
-                "brokerVersionDesc": version_desc(CURRENT_VERSION),
-                "brokerVersion": str(CURRENT_VERSION),
+                "brokerVersionDesc": version_desc(followed.mq_version),
                 **{k: str(v) for k, v in self.stats.day_counters().items()},
                 "dispatchBehindBytes": "0",
                 "pageCacheLockTimeMills": "0",
@@ -122,6 +125,8 @@ class BrokerStatusProcessor:
                 "EndTransactionThreadPoolQueueCapacity": "100000",
             }
         )
+        if followed.runtime_info_has_version:
+            info["brokerVersion"] = str(followed.mq_version)
         if os.path.isdir(root):
             usage = shutil.disk_usage(root)
             info["commitLogDirCapacity"] = (
@@ -153,6 +158,8 @@ class BrokerStatusProcessor:
         """Java's keys and defaults, overridden by the broker's and the store's actual settings."""
         broker = self.broker
         props = java_defaults()
+        release_keys = broker.config.followed.extra_config()
+        props.update(release_keys)
         store_config = broker.store.config
         for field in dataclasses.fields(store_config):
             value = getattr(store_config, field.name)
@@ -162,7 +169,9 @@ class BrokerStatusProcessor:
                 props[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
         props.update(broker.config.to_properties())
         for key in KEYS_SINCE_55:
-            props.pop(key, None)
+            if key not in release_keys:
+                props.pop(key, None)
+        del props[START_ONLY_KEY]  # a key of ours alone, not of Java's answer
         props["storePathCommitLog"] = store_config.commit_log_dir
         if not props.get("rocketmqHome"):
             props["rocketmqHome"] = rocketmq_home()
@@ -196,8 +205,11 @@ class BrokerStatusProcessor:
             raise RocketMQError(
                 "Can not update config in black list.", response_code=ResponseCode.NO_PERMISSION
             )
+        applied = {JAVA_KEY_ALIASES.get(k, k): v for k, v in props.items() if k != START_ONLY_KEY}
+        if START_ONLY_KEY in props:
+            logger.info("updateBrokerConfig: %s is persisted, applied at the next start", START_ONLY_KEY)
         try:
-            unknown = apply_properties(config, {JAVA_KEY_ALIASES.get(k, k): v for k, v in props.items()})
+            unknown = apply_properties(config, applied)
             unknown = apply_properties(self.broker.store.config, unknown)
         except ValueError as err:
             raise RocketMQError(str(err), response_code=ResponseCode.SYSTEM_ERROR) from err

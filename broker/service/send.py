@@ -46,7 +46,6 @@ from broker.timer.service import (
     route_timer_message_by_config,
 )
 from broker.topic_config_manager import (
-    NOT_ALLOWED_SEND_TOPICS,
     RETRY_GROUP_TOPIC_PREFIX,
     SCHEDULE_TOPIC,
     TopicValidationError,
@@ -183,7 +182,7 @@ class SendService:
             validate_topic(topic)
         except TopicValidationError as err:
             raise SendRefused(str(err), response_code=ResponseCode.INVALID_PARAMETER) from None
-        if topic in NOT_ALLOWED_SEND_TOPICS:
+        if broker.topics.is_not_allowed_send(topic):
             raise SendRefused(
                 f"Sending message to topic[{topic}] is forbidden.", response_code=ResponseCode.NO_PERMISSION
             )

@@ -33,5 +33,8 @@ class ServerConfig:
     max_in_flight: int = 10_000
     max_connections: int = 20000  # refuse (close at once) beyond this
     shutdown_grace_s: float = 5.0  # how long in-flight requests may take after a shutdown starts
+    # The MQVersion ordinal written into every command sent (RemotingCommand's configVersion: the
+    # server's own release); None: each command keeps its own (codec.versions.CURRENT_VERSION).
+    command_version: int | None = None
     # tls.server.mode and the certificate (gateway.transport.tls); None: plaintext only, no sniffing.
     tls: ServerTls | None = None

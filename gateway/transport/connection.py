@@ -260,6 +260,8 @@ class Connection:
     async def _enqueue(self, cmd: RemotingCommand, *, request: bool = False) -> None:
         """Queue ``cmd`` for the writer, waiting for room; raises :class:`PeerClosedError` when
         the connection takes no such frame any more (see :meth:`ConnectionState.admit`)."""
+        if self.config.command_version is not None:
+            cmd.version = self.config.command_version
         try:
             frame = encode_frame(cmd)
         except RocketMQError as err:
@@ -325,6 +327,8 @@ class Connection:
         Java sends with a 10 ms budget and drops when the channel is busy."""
         request.opaque = next(_opaques) & 0x7FFFFFFF
         request.flag |= 0x2
+        if self.config.command_version is not None:
+            request.version = self.config.command_version
         try:
             admitted = self._state.admit(encode_frame(request), request=True)
         except PeerClosedError:

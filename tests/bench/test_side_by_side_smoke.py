@@ -46,7 +46,8 @@ CONSUME_BACKLOG = 10_000
 
 def test_smoke_run_of_every_case_kind(tmp_path: Path) -> None:
     args = [sys.executable, "-m", "bench.side_by_side", "--targets", "ours", "--rounds", "1"]
-    args += ["--cases", ",".join(CASES), "--duration", "1", "--warmup", "0.5", "--backlog", str(CONSUME_BACKLOG)]
+    args += ["--cases", ",".join(CASES), "--duration", "1", "--warmup", "0.5"]
+    args += ["--backlog", str(CONSUME_BACKLOG)]
     args += ["--grpc-warmup-msgs", "100", "--out", str(tmp_path), "--name", "smoke", "--no-chart"]
     args += ["--settle-timeout", "0"]
     done = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=360)
