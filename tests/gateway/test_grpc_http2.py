@@ -236,6 +236,7 @@ def test_goaway_names_the_last_stream_and_stops_new_ones() -> None:
     with pytest.raises(f.StreamClosed):
         server.send_headers(1, RESPONSE_HEADERS)
     server.receive(f.frame(f.HEADERS, f.END_HEADERS, 3, hpack.Encoder().encode(REQUEST)))
+    server.receive(f.frame(f.DATA, f.END_STREAM, 3, b"x") + f.frame(f.RST_STREAM, 0, 3, b"\x00\x00\x00\x08"))
     assert [e[0] for e in recorder.events] == ["request", "end"]  # stream 3 ignored
 
 

@@ -228,7 +228,7 @@ class ServerHttp2:
         body = unpad(flags, payload)
         stream = self.streams.get(stream_id)
         if stream is None or not stream.recv_open:
-            if stream_id > self.last_stream_id:
+            if self._idle(stream_id):
                 raise Http2Error(PROTOCOL_ERROR, f"DATA on idle stream {stream_id}")
             self.acknowledge(0, length)  # a closed stream's: given back at once
             if stream is not None:
@@ -309,7 +309,7 @@ class ServerHttp2:
         else:
             stream = self.streams.get(stream_id)
             if stream is None:
-                if stream_id > self.last_stream_id:
+                if self._idle(stream_id):
                     raise Http2Error(PROTOCOL_ERROR, f"WINDOW_UPDATE on idle stream {stream_id}")
                 return
             if not increment:
@@ -355,10 +355,15 @@ class ServerHttp2:
             raise Http2Error(PROTOCOL_ERROR, "RST_STREAM on stream 0")
         if len(payload) != 4:
             raise Http2Error(FRAME_SIZE_ERROR, "RST_STREAM of other than 4 bytes")
-        if stream_id > self.last_stream_id:
+        if self._idle(stream_id):
             raise Http2Error(PROTOCOL_ERROR, f"RST_STREAM on idle stream {stream_id}")
         if self.streams.pop(stream_id, None) is not None:
             self.listener.on_reset(stream_id)
+
+    def _idle(self, stream_id: int) -> bool:
+        """A stream the client has not opened; after GOAWAY, frames of streams the server will
+        not serve are dropped instead (RFC 9113 6.8)."""
+        return stream_id > self.last_stream_id and not self.closed
 
     # -- sending ----------------------------------------------------------------------------
 
