@@ -3,6 +3,7 @@ mode is the independent peer, and hand-built frames are the broken ones."""
 
 from __future__ import annotations
 
+import itertools
 import struct
 
 import h2.config
@@ -11,6 +12,8 @@ import h2.events
 import h2.settings
 import hpack
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gateway.transport.grpc import h2_frames as f
 from gateway.transport.grpc.http2 import ServerHttp2
@@ -329,3 +332,33 @@ def test_wrong_preface(data: bytes) -> None:
     with pytest.raises(f.Http2Error) as raised:
         server.receive(data)
     assert raised.value.error_code == f.PROTOCOL_ERROR
+
+
+def _conversation() -> bytes:
+    client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
+    client.initiate_connection()
+    for stream_id in (1, 3, 5):
+        client.send_headers(stream_id, [*REQUEST, ("x-mq-request-id", f"id-{stream_id}")])
+        client.send_data(
+            stream_id, b"d" * (stream_id * 1000), pad_length=stream_id, end_stream=stream_id != 3
+        )
+    client.ping(b"abcdefgh")
+    client.reset_stream(3)
+    return client.data_to_send()
+
+
+CONVERSATION = _conversation()
+
+
+@settings(max_examples=100, deadline=None)
+@given(cuts=st.lists(st.integers(min_value=0, max_value=len(CONVERSATION)), max_size=12))
+def test_any_split_of_the_bytes_gives_the_same_events_and_answers(cuts: list[int]) -> None:
+    whole, whole_events = _server()
+    whole.receive(CONVERSATION)
+    split, split_events = _server()
+    points = sorted({0, *cuts, len(CONVERSATION)})
+    for start, end in itertools.pairwise(points):
+        split.receive(CONVERSATION[start:end])
+    assert split_events.events == whole_events.events
+    assert [e[0] for e in whole_events.events].count("request") == 3
+    assert split.output == whole.output
