@@ -14,7 +14,7 @@ case runs on both in alternation (REV first), so a change is judged under the sa
 
 With ``--profile DIR`` py-spy records the server over each window (raw collapsed stacks,
 ``DIR/<case>.txt``) and the samples are sorted into the layers of the gRPC send path
-(:func:`layer_of`): socket/Trio, HTTP/2 (h2), HPACK, gRPC framing (gateway/transport/grpc),
+(:func:`layer_of`): socket/Trio, HTTP/2 (h2 or http2.py), HPACK, gRPC framing (gateway/transport/grpc),
 protobuf, activity (broker/grpc), broker/store.
 
     python -m bench.grpc.transport [--cases send1,send16,async] [--duration 8] [--warmup 4]
@@ -49,8 +49,11 @@ CASES = {  # name: the driver's send options
 #: (layer, substrings of a frame's file), first match wins; a sample goes to its innermost frame
 #: that has a layer.
 LAYERS = (
-    ("HPACK", ("/hpack/",)),
-    ("HTTP/2 (h2)", ("/h2/",)),
+    ("HPACK", ("/hpack/", "/gateway/transport/grpc/header_block.py")),
+    (
+        "HTTP/2 (h2, or ours: http2.py)",
+        ("/h2/", "/gateway/transport/grpc/http2.py", "/gateway/transport/grpc/h2_frames.py"),
+    ),
     ("gRPC transport (transport/grpc)", ("/gateway/transport/grpc/",)),
     ("protobuf", ("/google/protobuf/", "_pb2.py")),
     ("activity (broker/grpc)", ("/broker/grpc/",)),

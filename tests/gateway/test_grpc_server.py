@@ -227,17 +227,17 @@ async def test_an_unexpected_error_in_one_connection_leaves_the_server_up(
 ) -> None:
     from gateway.transport.grpc.connection import Connection
 
-    original = Connection._on_event
+    original = Connection.on_request
     # Every request fails while the first channel calls: grpcio may retry a call transparently on
     # a new connection when the first one goes away before answering, and that retry must fail too.
     failing = [True]
 
-    def fail_while_asked(self: Connection, event: h2.events.Event, nursery: trio.Nursery) -> None:
-        if isinstance(event, h2.events.RequestReceived) and failing[0]:
+    def fail_while_asked(self: Connection, stream_id: int, headers: list[tuple[str, str]]) -> None:
+        if failing[0]:
             raise RuntimeError("a fault of this connection")
-        original(self, event, nursery)
+        original(self, stream_id, headers)
 
-    monkeypatch.setattr(Connection, "_on_event", fail_while_asked)
+    monkeypatch.setattr(Connection, "on_request", fail_while_asked)
     async with serving() as server:
 
         def call() -> tuple[grpc.RpcError, bytes]:

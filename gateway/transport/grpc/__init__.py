@@ -3,7 +3,7 @@
 ``status`` (gRPC status codes and the error handlers raise), ``framing`` (gRPC's length-prefixed
 messages and header values, no I/O), ``server`` (the HTTP/2 connections, streams and the
 method table), ``connection`` (one HTTP/2 connection: its reader, its writer, its calls) on
-``h2_state`` (h2's state machine with the server's limits, stream table and output hook).
+``http2`` (the server side of HTTP/2 as gRPC uses it, no I/O) and ``header_block`` (HPACK).
 The message classes come from ``proto/`` (generated at setup time by ``protogen``). The RPC
 handlers live in ``broker/grpc/``. TLS and plaintext on one port are shared with the remoting
 ports: :mod:`gateway.transport.tls`.

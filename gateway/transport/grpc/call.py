@@ -2,7 +2,7 @@
 
 A handler gets a :class:`ServerCall`; the call's lifecycle is its
 :class:`~gateway.transport.grpc.call_state.CallState`, which only the call and its connection
-(:mod:`gateway.transport.grpc.connection`, which owns the socket and the ``h2`` state) advance
+(:mod:`gateway.transport.grpc.connection`, which owns the socket and the HTTP/2 state) advance
 through its methods. :func:`unary` turns ``fn(request, call) -> response`` into a handler.
 """
 
