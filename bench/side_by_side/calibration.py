@@ -32,10 +32,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from bench.side_by_side.settle import Settle
+from typing import Any
 
 LOADED = "LOADED: not a publishable figure"
 SAMPLE_S = 1.0  # how often the benchmark's own runnable threads are counted
@@ -136,6 +133,44 @@ class LoadWatch:
         with self._lock:
             earlier = [load for t, load in self._samples if t <= at]
         return earlier[-1] if earlier else 0.0
+
+
+@dataclass(frozen=True)
+class Settle:
+    """The readings of one wait: the machine's 1-minute load at each poll, the cores other
+    processes used over each poll interval (one fewer: the first poll has no interval), the
+    seconds waited and whether the deadline ended the wait."""
+
+    loads: tuple[float, ...]
+    other_cores: tuple[float, ...]
+    waited_s: float
+    timed_out: bool
+
+    @property
+    def load(self) -> float:
+        """The load the window starts from: the last reading."""
+        return self.loads[-1]
+
+    @property
+    def last_other_cores(self) -> float | None:
+        return self.other_cores[-1] if self.other_cores else None
+
+    def fields(self) -> dict[str, float | bool | None]:
+        """The readings a result row keeps (JSON values)."""
+        return {
+            "load_before_case": self.load,
+            "other_cores_before_case": self.last_other_cores,
+            "settle_waited_s": round(self.waited_s, 1),
+            "settle_timed_out": self.timed_out,
+        }
+
+    def describe(self) -> str:
+        """One line for the log, e.g. ``settled in 42 s: load 0.93, others 0.01 cores``."""
+        others = self.last_other_cores
+        reading = f"load {self.load:.2f}" + (f", others {others:.2f} cores" if others is not None else "")
+        if self.timed_out:
+            return f"NOT settled after {self.waited_s:.0f} s: {reading}"
+        return f"settled in {self.waited_s:.0f} s: {reading}"
 
 
 def judge(

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.side_by_side.calibration import Settle
 from bench.side_by_side.driver import GRPC_DRIVER, RUN_TIMEOUT_S, run_driver
 from bench.side_by_side.official import run_official, warmup_lines
 from bench.side_by_side.profile import PhaseProfiler
 from bench.side_by_side.servers import Target, create_topic, memory_kib, stored_messages
-from bench.side_by_side.settle import Settle
 
 TOPIC_QUEUES = 8
 IDLE_SETTLE_S = 3.0  # after the first send, before idle memory is read

@@ -20,51 +20,12 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from bench.side_by_side.calibration import Thresholds, own_processes, system_load
+from bench.side_by_side.calibration import Settle, Thresholds, own_processes, system_load
 from bench.side_by_side.servers import CLOCK_TICKS, machine_busy_seconds
 
 POLL_S = 1.0  # between two load readings, and the span of one other-process CPU sample
 SETTLE_TIMEOUT_S = 150.0  # --settle-timeout: from a 1-minute load of ~12 to under 1 on an idle machine
-
-
-@dataclass(frozen=True)
-class Settle:
-    """The readings of one wait: the machine's 1-minute load at each poll, the cores other
-    processes used over each poll interval (one fewer: the first poll has no interval), the
-    seconds waited and whether the deadline ended the wait."""
-
-    loads: tuple[float, ...]
-    other_cores: tuple[float, ...]
-    waited_s: float
-    timed_out: bool
-
-    @property
-    def load(self) -> float:
-        """The load the window starts from: the last reading."""
-        return self.loads[-1]
-
-    @property
-    def last_other_cores(self) -> float | None:
-        return self.other_cores[-1] if self.other_cores else None
-
-    def fields(self) -> dict[str, float | bool | None]:
-        """The readings a result row keeps (JSON values)."""
-        return {
-            "load_before_case": self.load,
-            "other_cores_before_case": self.last_other_cores,
-            "settle_waited_s": round(self.waited_s, 1),
-            "settle_timed_out": self.timed_out,
-        }
-
-    def describe(self) -> str:
-        """One line for the log, e.g. ``settled in 42 s: load 0.93, others 0.01 cores``."""
-        others = self.last_other_cores
-        reading = f"load {self.load:.2f}" + (f", others {others:.2f} cores" if others is not None else "")
-        if self.timed_out:
-            return f"NOT settled after {self.waited_s:.0f} s: {reading}"
-        return f"settled in {self.waited_s:.0f} s: {reading}"
 
 
 def is_quiet(load: float, other_cores: float | None, thresholds: Thresholds) -> bool:

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from bench.side_by_side.__main__ import parse_args
-from bench.side_by_side.calibration import LoadWatch, Thresholds, calibrate, judge, own_processes
+from bench.side_by_side.calibration import LoadWatch, Settle, Thresholds, calibrate, judge, own_processes
 from bench.side_by_side.driver import Snapshot
 from bench.side_by_side.official import OfficialRun, TpsLine
 from bench.side_by_side.report import render_table, summarize
-from bench.side_by_side.settle import OtherCpu, Settle, wait_until_quiet
+from bench.side_by_side.settle import OtherCpu, wait_until_quiet
 
 META: dict[str, Any] = {
     "date": "2026-11-27T16:00:00+00:00",
