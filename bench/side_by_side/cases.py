@@ -57,6 +57,9 @@ class Params:
     profile_dir: Path | None = None  # py-spy profiles of ours during producer cases (profile.py)
     grpc_warmup_msgs: int = GRPC_WARMUP_MSGS
     settle: Callable[[], Settle] | None = None  # waits for a quiet machine (None: no wait)
+    # Called with each mark of a gRPC case's measured driver run (not of its backlog filling): a
+    # profiler's start and stop, as bench/grpc/transport.py uses it (None: nothing)
+    on_mark: Callable[[str], None] | None = None
 
 
 def _settled(p: Params) -> dict[str, Any]:
@@ -174,6 +177,7 @@ def _grpc_producer(
         "send",
         target.pids(),
         main=GRPC_DRIVER,
+        on_mark=p.on_mark,
         endpoint=target.grpc_addr,
         topic=topic,
         size=p.size,
@@ -215,6 +219,7 @@ def grpc_receive(target: Target, p: Params, topic: str) -> dict[str, Any]:
         "receive",
         target.pids(),
         main=GRPC_DRIVER,
+        on_mark=p.on_mark,
         endpoint=target.grpc_addr,
         topic=topic,
         group=f"{topic}_group",
@@ -241,6 +246,7 @@ def grpc_push(target: Target, p: Params, topic: str) -> dict[str, Any]:
         target.pids(),
         main=GRPC_DRIVER,
         run_timeout_s=max(RUN_TIMEOUT_S, stored / DRAIN_FLOOR_MSGS_PER_S),
+        on_mark=p.on_mark,
         endpoint=target.grpc_addr,
         topic=topic,
         group=f"{topic}_push",
