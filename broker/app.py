@@ -51,6 +51,7 @@ from broker.processors.end_transaction import EndTransactionProcessor
 from broker.processors.lite_admin import LiteManagerProcessor
 from broker.processors.lite_subscription import LiteSubscriptionCtlProcessor
 from broker.processors.pop import PopProcessor
+from broker.processors.pop_lite import PopLiteMessageProcessor
 from broker.processors.pull import PullMessageProcessor
 from broker.processors.query import QueryMessageProcessor
 from broker.processors.recall import RecallMessageProcessor
@@ -122,6 +123,7 @@ def build_dispatcher(
         NotificationProcessor(controller, pop, consume.state, consume.polling, consume.orders),
         LiteManagerProcessor(controller, services),
         LiteSubscriptionCtlProcessor(controller, services),
+        PopLiteMessageProcessor(controller, services.lite_pop),
     ]
     if auth is not None:
         settings = auth.settings

@@ -4,23 +4,12 @@ Mirrors the 5.5 Proxy's ``ClientActivity.syncLiteSubscription`` and ``ClientProc
 (topic and group names, each added lite topic as ``validateLiteTopic``, the group's
 ``lite.bind.topic``, the request's size against the group's quota) and the broker's
 ``LiteSubscriptionCtlProcessor`` (the registry of :mod:`broker.lite`), then, for a
-LITE_PUSH_CONSUMER or LITE_SIMPLE_CONSUMER, ``PopLiteMessageProcessor``: a receive pops the LMQ
-queues of the client's lite topics one after the other, each orderly (a queue's next message
-waits until the one handed out is acknowledged or invisible no more: FIFO per lite topic, as
-the broker's ``consumerOrderInfoManager`` keeps it), until the batch is full. Nothing found: it
-waits for an arrival on any of those queues (or a change of the client's subscription, or one of
-them ceasing to be blocked) up to the long-polling time, then pops once more. A lite topic
-unsubscribed is never popped again.
-
-Java's broker learns which lite topics have new messages from its dispatch events
-(``LiteEventDispatcher``); here a receive simply walks the client's subscribed queues, from a
-rotating start so that one busy lite topic does not starve the others.
+LITE_PUSH_CONSUMER or LITE_SIMPLE_CONSUMER, the receive: the lite pop of
+:mod:`broker.service.lite_pop` (``PopLiteMessageProcessor``), which the remoting
+POP_LITE_MESSAGE of a cluster-mode Proxy reaches too.
 """
 
 from __future__ import annotations
-
-import itertools
-import logging
 
 from broker.controller import BrokerController
 from broker.grpc.common import OK, ClientContext, StatusError
@@ -32,15 +21,9 @@ from broker.lite import (
     lite_topic_problem,
     quota_problem,
 )
-from broker.pop.pop_message import PopBatch, PopRequest
 from broker.service.consume import ConsumeService
-from codec.bodies.heartbeat import EXPRESSION_TAG
-from codec.codes import ResponseCode
-from codec.errors import RocketMQError
-from codec.headers.pop import CONSUME_INIT_MODE_MAX
+from broker.service.lite_pop import LitePops, LitePopService
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
-
-logger = logging.getLogger(__name__)
 
 LITE_CLIENT_TYPES = (pb.LITE_PUSH_CONSUMER, pb.LITE_SIMPLE_CONSUMER)
 
@@ -53,11 +36,12 @@ class LiteActivity:
         broker: BrokerController,
         pop: ConsumeService,
         registry: LiteSubscriptionRegistry | None = None,
+        lite_pop: LitePopService | None = None,
     ) -> None:
         self.broker = broker
         self.pop = pop
         self.registry = registry if registry is not None else LiteSubscriptionRegistry()
-        self._starts: dict[str, itertools.count[int]] = {}
+        self.lite_pop = lite_pop if lite_pop is not None else LitePopService(broker, pop, self.registry)
 
     # -- SyncLiteSubscription --------------------------------------------------------------------
 
@@ -115,47 +99,9 @@ class LiteActivity:
     def forget(self, client_id: str) -> None:
         """``offlineClientLiteSubscription``: a client gone leaves no subscription behind."""
         self.registry.remove_complete(client_id)
-        self._starts.pop(client_id, None)
+        self.lite_pop.forget(client_id)
 
     # -- receive ---------------------------------------------------------------------------------
-
-    def _order(self, client_id: str) -> list[str]:
-        names = self.registry.lmq_names_of(client_id)
-        if len(names) > 1:
-            start = next(self._starts.setdefault(client_id, itertools.count())) % len(names)
-            names = names[start:] + names[:start]
-        return names
-
-    async def _pop_once(
-        self, client_id: str, group: str, wanted: int, invisible_ms: int, attempt_id: str | None
-    ) -> list[tuple[PopRequest, PopBatch]]:
-        found: list[tuple[PopRequest, PopBatch]] = []
-        for lmq_name in self._order(client_id):
-            if wanted <= 0:
-                break
-            request = PopRequest(
-                consumer_group=group,
-                topic=lmq_name,
-                queue_id=0,
-                max_msg_nums=wanted,
-                invisible_time=invisible_ms,
-                poll_time=0,
-                born_time=self.broker.now_ms(),
-                init_mode=CONSUME_INIT_MODE_MAX,  # PopLiteMessageProcessor.getPopOffset
-                exp_type=EXPRESSION_TAG,
-                exp="*",
-                order=True,
-                attempt_id=attempt_id,
-            )
-            try:
-                outcome = await self.pop.pop_message(request)
-            except RocketMQError as err:  # this queue only (a name no queue can have, a group gone)
-                logger.debug("lite pop of %s for %s refused: %s", lmq_name, group, err)
-                continue
-            if outcome.code == ResponseCode.SUCCESS and outcome.batch.buffers:
-                found.append((request, outcome.batch))
-                wanted -= len(outcome.batch.buffers)
-        return found
 
     async def receive(
         self,
@@ -166,18 +112,10 @@ class LiteActivity:
         invisible_ms: int,
         poll_ms: int,
         attempt_id: str | None,
-    ) -> list[tuple[PopRequest, PopBatch]]:
-        """The pops that found messages (each with its request), after a wait when none did."""
-        self.registry.touch(ctx.client_id, self.broker.now_ms())
-        found = await self._pop_once(ctx.client_id, group, batch_size, invisible_ms, attempt_id)
-        if found or poll_ms <= 0 or self.broker.stopping:
-            return found
-        queues = [(name, 0) for name in self.registry.lmq_names_of(ctx.client_id)]
-        now = self.broker.now_ms()
-        deadline = now + poll_ms
-        for name, _ in queues:  # a blocked lite topic freeing up ends the wait too
-            free_at = self.pop.orders.unblock_time(name, group, 0)
-            if free_at > now:
-                deadline = min(deadline, free_at + 1)
-        await self.pop.polling.wait(topic, group, -1, queues, None, deadline)
-        return await self._pop_once(ctx.client_id, group, batch_size, invisible_ms, attempt_id)
+    ) -> LitePops:
+        """The pops that found messages (each with its request), after a wait when none did
+        (:meth:`broker.service.lite_pop.LitePopService.pop`)."""
+        found, _full = await self.lite_pop.pop(
+            ctx.client_id, group, topic, batch_size, invisible_ms, poll_ms, attempt_id
+        )
+        return found

@@ -91,7 +91,7 @@ class MessagingService:
                 send_back=shared.send_back,
                 recorder=self.recorder,
             )
-            self.lite = LiteActivity(broker, shared.consume, shared.lite)
+            self.lite = LiteActivity(broker, shared.consume, shared.lite, shared.lite_pop)
             self.consumer.lite = self.lite
             self.clients.on_termination = self.lite.forget
 

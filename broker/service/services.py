@@ -9,6 +9,7 @@ from broker.lite import LiteSubscriptionRegistry
 from broker.pop.records import PopConfig
 from broker.service.consume import ConsumeService
 from broker.service.end_transaction import EndTransactionService
+from broker.service.lite_pop import LitePopService
 from broker.service.recall import RecallService
 from broker.service.send import SendService
 from broker.service.send_back import SendBackService
@@ -17,7 +18,7 @@ from broker.service.send_back import SendBackService
 class BrokerServices:
     """One of each service over ``broker``; ``pop`` configures the consume service."""
 
-    __slots__ = ("consume", "end_transaction", "lite", "recall", "send", "send_back")
+    __slots__ = ("consume", "end_transaction", "lite", "lite_pop", "recall", "send", "send_back")
 
     def __init__(self, broker: BrokerController, pop: PopConfig) -> None:
         self.send = SendService(broker)
@@ -27,3 +28,5 @@ class BrokerServices:
         self.send_back = SendBackService(broker)
         #: The lite subscriptions (gRPC SyncLiteSubscription changes them, the lite admin reads them).
         self.lite = LiteSubscriptionRegistry()
+        #: The lite consumers' pop (gRPC ReceiveMessage and POP_LITE_MESSAGE).
+        self.lite_pop = LitePopService(broker, self.consume, self.lite)
