@@ -24,6 +24,7 @@ included.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -61,7 +62,7 @@ from compat_tests.priority55_grpc import (
     create_priority_topics,
     send_priority,
 )
-from compat_tests.reference import run_mqadmin
+from compat_tests.reference import ReferenceServers, free_port, run_mqadmin
 from compat_tests.scenario import TEST_JVM_OPTIONS
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
@@ -444,3 +445,48 @@ def test_python_client_backlog_comes_back_highest_priority_first(target: Endpoin
     types = [tuple(line.split()[1:]) for line in lines if line.startswith("TYPE")]
     assert types == [(body, str(pb.PRIORITY)) for body, _ in EXPECTED], result.stdout
     assert lines[-1] == "DONE", result.stdout
+
+
+# -- The 5.5.0 Proxy in cluster mode in front of our NameServer and broker -------------------------
+
+
+@pytest.fixture(scope="module")
+def proxy_over_ours(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
+    """The real 5.5.0 Proxy (cluster mode) whose NameServer is ours: it reaches our broker over
+    remoting (LITE_SUBSCRIPTION_CTL, POP_LITE_MESSAGE, ACK_MESSAGE with a lite topic, ...)."""
+    workdir = tmp_path_factory.mktemp("proxy-over-ours")
+    ours = start_ours(workdir / "ours", LMQ_CONF)
+    servers: ReferenceServers | None = None
+    try:
+        namesrv_port = int(ours.namesrv_addr.rsplit(":", 1)[1])
+        proxy_home = workdir / "proxy"
+        proxy_home.mkdir()
+        servers = dataclasses.replace(
+            ReferenceServers.on_loopback(proxy_home, version=VERSION), namesrv_port=namesrv_port
+        )
+        servers.checks_exits = True
+        grpc_port = free_port()
+        servers.start_cluster_proxy(grpc_port, free_port())
+        endpoint = Endpoint("proxy-over-ours", f"127.0.0.1:{grpc_port}", ours.namesrv_addr)
+        create_resources(endpoint, workdir)
+        yield endpoint
+    finally:
+        if servers is not None:
+            servers.stop(kill=True)
+        ours.stop()
+
+
+def test_proxy_over_ours_serves_the_lite_push_consumer_its_lite_topics_in_order_and_none_after_unsubscribing(
+    proxy_over_ours: Endpoint, tmp_path: Path
+) -> None:
+    """The scenario of the test above, through the 5.5.0 Proxy in front of our broker: the same
+    assertions."""
+    lines = run_scenario(proxy_over_ours, tmp_path, "push", PARENT, PUSH_GROUP)
+    failed = [line for line in lines if line.startswith("FAILED")]
+    assert failed == [], "\n".join(lines)
+    received = [tuple(line.split()[1:]) for line in lines if line.startswith("RECEIVED")]
+    by_lite = {lite: [body for got_lite, body in received if got_lite == lite] for lite, _ in received}
+    assert by_lite == {
+        "l0": [f"l0-{i}" for i in range(ROUNDS)] + ["l0-after"],
+        "l1": [f"l1-{i}" for i in range(ROUNDS)],
+    }, "\n".join(lines)
