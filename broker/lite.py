@@ -21,7 +21,7 @@ This module holds the names and the registry, without Trio or sockets; the gRPC 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 LITE_TYPE = "LITE"  # TopicMessageType.LITE
@@ -30,6 +30,8 @@ LITE_TOPIC_PREFIX = "%LMQ%$"  # LiteUtil.LITE_TOPIC_PREFIX
 SEPARATOR = "$"  # LiteUtil.SEPARATOR
 LITE_BIND_TOPIC = "lite.bind.topic"  # SubscriptionGroupAttributes.LITE_BIND_TOPIC_ATTRIBUTE
 LITE_SUB_CLIENT_QUOTA = "lite.sub.client.quota"  # SubscriptionGroupAttributes.LITE_SUB_CLIENT_QUOTA_ATTRIBUTE
+LITE_SUB_MODEL = "lite.sub.model"  # SubscriptionGroupAttributes.LITE_SUB_MODEL_ATTRIBUTE
+LITE_SUB_EXCLUSIVE = "Exclusive"  # LiteSubModel.Exclusive (the default: Shared)
 DEFAULT_LITE_SUB_CLIENT_QUOTA = 2000
 MAX_LITE_TOPIC_SIZE = 64  # ProxyConfig.maxLiteTopicSize, UTF-8 bytes
 QUOTA_BUFFER = 300  # ClientProcessor.validateLiteSubscriptionQuota
@@ -79,6 +81,15 @@ def lite_sub_client_quota(group_attributes: Mapping[str, str]) -> int:
         return DEFAULT_LITE_SUB_CLIENT_QUOTA
 
 
+def is_lite_sub_exclusive(group_attributes: Mapping[str, str]) -> bool:
+    """``SubscriptionGroupConfig.isLiteSubExclusive``: ``lite.sub.model`` is ``Exclusive``."""
+    return _attribute(group_attributes, LITE_SUB_MODEL) == LITE_SUB_EXCLUSIVE
+
+
+#: Told of a subscription the broker dropped itself: (client id, group, LMQ name).
+UnsubscribeListener = Callable[[str, str, str], None]
+
+
 def lite_topic_problem(lite_topic: str, max_size: int = MAX_LITE_TOPIC_SIZE) -> str | None:
     """``GrpcValidator.validateLiteTopic``: the refusal's text, None for a valid lite topic."""
     if not lite_topic.strip():
@@ -117,6 +128,8 @@ class LiteSubscriptionRegistry:
         self.by_client: dict[str, LiteSubscription] = {}
         self.by_lmq: dict[str, set[tuple[str, str]]] = {}
         self.last_access_ms: dict[str, int] = {}
+        #: Told of each subscription the broker drops itself (:meth:`exclude_others`).
+        self.unsubscribe_listeners: list[UnsubscribeListener] = []
 
     def _subscription(self, client_id: str, group: str, topic: str) -> LiteSubscription:
         """``getOrCreateLiteSubscription``: a client's new group or topic replaces its old one."""
@@ -215,3 +228,24 @@ class LiteSubscriptionRegistry:
             "subscriptions": sum(len(s.lmq_names) for s in self.by_client.values()),
             "lite_topics": len(self.by_lmq),
         }
+
+    def exclude_others(self, client_id: str, group: str, topic: str, lite_topics: Iterable[str]) -> None:
+        """An exclusive group's PARTIAL_ADD (``excludeClientByLmqName``): the group's other
+        clients subscribed to these lite topics lose them (a client left with none is forgotten),
+        and the listeners are told of each, which tell the client (NOTIFY_UNSUBSCRIBE_LITE).
+        The subscribing client itself is left alone: 5.5.0 notifies and drops it too, then
+        links it again."""
+        for lite in lite_topics:
+            name = to_lmq_name(topic, lite)
+            for other, other_group in sorted(self.by_lmq.get(name, ())):
+                if other_group != group or other == client_id:
+                    continue
+                subscription = self.by_client.get(other)
+                if subscription is not None:
+                    subscription.lmq_names.discard(name)
+                    if not subscription.lmq_names:
+                        del self.by_client[other]
+                        self.last_access_ms.pop(other, None)
+                self._unlink(other, other_group, name)
+                for listener in self.unsubscribe_listeners:
+                    listener(other, other_group, name)

@@ -6,20 +6,24 @@ Mirrors the 5.5 Proxy's ``ClientActivity.syncLiteSubscription`` and ``ClientProc
 ``LiteSubscriptionCtlProcessor`` (the registry of :mod:`broker.lite`), then, for a
 LITE_PUSH_CONSUMER or LITE_SIMPLE_CONSUMER, the receive: the lite pop of
 :mod:`broker.service.lite_pop` (``PopLiteMessageProcessor``), which the remoting
-POP_LITE_MESSAGE of a cluster-mode Proxy reaches too.
+POP_LITE_MESSAGE of a cluster-mode Proxy reaches too. A subscription the broker drops itself (an
+exclusive group's PARTIAL_ADD takes the lite topic from the group's other clients) is told to its
+client over Telemetry as a ``NotifyUnsubscribeLiteCommand``.
 """
 
 from __future__ import annotations
 
 from broker.controller import BrokerController
-from broker.grpc.common import OK, ClientContext, StatusError
+from broker.grpc.common import OK, Call, ClientContext, StatusError
 from broker.grpc.validation import validate_topic_and_group
 from broker.lite import (
     LiteSubscriptionRegistry,
+    is_lite_sub_exclusive,
     lite_bind_topic,
     lite_sub_client_quota,
     lite_topic_problem,
     quota_problem,
+    split_lmq_name,
 )
 from broker.service.consume import ConsumeService
 from broker.service.lite_pop import LitePops, LitePopService
@@ -37,8 +41,13 @@ class LiteActivity:
         pop: ConsumeService,
         registry: LiteSubscriptionRegistry | None = None,
         lite_pop: LitePopService | None = None,
+        sessions: dict[str, Call] | None = None,
     ) -> None:
+        """``sessions``: the clients' Telemetry streams by client id (``ClientActivity``'s), where
+        :meth:`notify_unsubscribe` writes; None: no stream is told."""
         self.broker = broker
+        self.sessions = sessions if sessions is not None else {}
+        self.notified = 0
         self.pop = pop
         self.registry = registry if registry is not None else LiteSubscriptionRegistry()
         self.lite_pop = lite_pop if lite_pop is not None else LitePopService(broker, pop, self.registry)
@@ -81,6 +90,8 @@ class LiteActivity:
         if not client_id:  # LiteSubscriptionCtlProcessor skips an entry without a client id
             return pb.SyncLiteSubscriptionResponse(status=OK)
         if action == pb.PARTIAL_ADD:
+            if is_lite_sub_exclusive(attributes):  # excludeClientByLmqName
+                registry.exclude_others(client_id, group, topic, lite_topics)
             registry.add_partial(client_id, group, topic, lite_topics)
             registry.open_events(client_id, self.broker.now_ms())
         elif action == pb.PARTIAL_REMOVE:
@@ -100,6 +111,20 @@ class LiteActivity:
         """``offlineClientLiteSubscription``: a client gone leaves no subscription behind."""
         self.registry.remove_complete(client_id)
         self.lite_pop.forget(client_id)
+
+    def notify_unsubscribe(self, client_id: str, group: str, lmq_name: str) -> None:
+        """A lite subscription the broker dropped (an exclusive group's takeover), told to the
+        client over its Telemetry stream as the Proxy does with NOTIFY_UNSUBSCRIBE_LITE
+        (``GrpcClientChannel.processNotifyUnsubscribeLite``); a client of another door has no
+        stream here."""
+        session = self.sessions.get(client_id)
+        names = split_lmq_name(lmq_name)
+        if session is None or names is None:
+            return
+        command = pb.TelemetryCommand(
+            notify_unsubscribe_lite_command=pb.NotifyUnsubscribeLiteCommand(lite_topic=names[1])
+        )
+        self.notified += session.post(command.SerializeToString())
 
     # -- receive ---------------------------------------------------------------------------------
 

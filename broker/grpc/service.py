@@ -91,7 +91,10 @@ class MessagingService:
                 send_back=shared.send_back,
                 recorder=self.recorder,
             )
-            self.lite = LiteActivity(broker, shared.consume, shared.lite, shared.lite_pop)
+            self.lite = LiteActivity(
+                broker, shared.consume, shared.lite, shared.lite_pop, sessions=self.clients.sessions
+            )
+            shared.lite.unsubscribe_listeners.append(self.lite.notify_unsubscribe)
             self.consumer.lite = self.lite
             self.clients.on_termination = self.lite.forget
 

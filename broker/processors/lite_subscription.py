@@ -10,7 +10,10 @@ consume (else ILLEGAL_OPERATION with the ``IllegalStateException`` text) and, fo
 fewer active subscriptions on the broker than ``maxLiteSubscriptionCount`` (else
 LITE_SUBSCRIPTION_QUOTA_EXCEEDED). A missing body or an empty set is ILLEGAL_OPERATION.
 The changes go to the registry the gRPC endpoint uses (:mod:`broker.lite`); ``offsetOption`` is
-not applied (a lite topic is read from where the group's offset is).
+not applied (a lite topic is read from where the group's offset is). An add records the
+connection it came on (``updateClientChannel``): a PARTIAL_ADD of an exclusive group
+(``lite.sub.model=Exclusive``) takes the lite topics from the group's other clients, each of which
+is told on its connection with NOTIFY_UNSUBSCRIBE_LITE (:mod:`broker.lite_notify`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import logging
 from typing import Any
 
 from broker.controller import BrokerController
+from broker.lite import is_lite_sub_exclusive
+from broker.lite_notify import LiteUnsubscribeNotifier
 from broker.service.services import BrokerServices
 from codec import fastjson
 from codec.codes import RequestCode, ResponseCode
@@ -62,9 +67,17 @@ def _entries(body: bytes) -> list[dict[str, Any]]:
 class LiteSubscriptionCtlProcessor:
     """LITE_SUBSCRIPTION_CTL over the broker's shared lite registry (module docstring)."""
 
-    def __init__(self, broker: BrokerController, services: BrokerServices) -> None:
+    def __init__(
+        self,
+        broker: BrokerController,
+        services: BrokerServices,
+        notifier: LiteUnsubscribeNotifier | None = None,
+    ) -> None:
+        """``notifier``: where each client's connection is recorded, for NOTIFY_UNSUBSCRIBE_LITE
+        (:mod:`broker.lite_notify`); None: not recorded."""
         self.broker = broker
         self.services = services
+        self.notifier = notifier
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(RequestCode.LITE_SUBSCRIPTION_CTL, self.lite_subscription_ctl, EmptyHeader)
@@ -74,8 +87,18 @@ class LiteSubscriptionCtlProcessor:
         config = self.broker.groups.find(group)
         return config is not None and config.consume_enable
 
+    def _record_channel(self, ctx: RequestContext, client_id: str) -> None:
+        """``updateClientChannel``: the connection to tell of a subscription dropped."""
+        if self.notifier is not None:
+            self.notifier.update_channel(client_id, ctx.connection.peer)
+
+    def _exclusive(self, group: str) -> bool:
+        """``LiteMetadataUtil.isSubLiteExclusive``."""
+        config = self.broker.groups.find(group)
+        return config is not None and is_lite_sub_exclusive(config.attributes)
+
     def lite_subscription_ctl(
-        self, _ctx: RequestContext, request: RemotingCommand, _header: EmptyHeader
+        self, ctx: RequestContext, request: RemotingCommand, _header: EmptyHeader
     ) -> RemotingCommand:
         if not request.body:
             return request.make_response(ResponseCode.ILLEGAL_OPERATION, "Request body is null.")
@@ -102,14 +125,20 @@ class LiteSubscriptionCtlProcessor:
                         ResponseCode.LITE_SUBSCRIPTION_QUOTA_EXCEEDED,
                         QUOTA_EXCEEDED.format(MAX_LITE_SUBSCRIPTION_COUNT),
                     )
+                self._record_channel(ctx, client_id)
+                if self._exclusive(group):
+                    registry.exclude_others(client_id, group, topic, lite_topics)
                 registry.add_partial(client_id, group, topic, lite_topics)
                 registry.open_events(client_id, self.broker.now_ms())
             elif action == "PARTIAL_REMOVE":
                 registry.remove_partial(client_id, group, topic, lite_topics)
             elif action == "COMPLETE_ADD":
+                self._record_channel(ctx, client_id)
                 registry.add_complete(client_id, group, topic, lite_topics)
                 registry.open_events(client_id, self.broker.now_ms())
             else:
                 registry.remove_complete(client_id)
+                if self.notifier is not None:
+                    self.notifier.remove_channel(client_id)
             self.services.consume.polling.wake(topic, group, -1)
         return request.make_response(ResponseCode.SUCCESS)
