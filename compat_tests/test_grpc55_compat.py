@@ -16,6 +16,10 @@ After the push scenario, the six lite subcommands of the 5.5.0 ``mqadmin`` (getB
 getParentTopicInfo, getLiteTopicInfo, getLiteClientInfo, getLiteGroupInfo, triggerLiteDispatch)
 print the same lines on both, times aside, and raw lite admin requests get the same refusals.
 
+The real 5.5.0 Proxy in cluster mode in front of our NameServer and broker (its own fixture, at
+the end of the module) serves the same push scenario with the same assertions: our broker answers
+the Proxy's remoting lite codes (``docs/lite.md``).
+
 Priority (``docs/priority.md``): the Python client sends a backlog of mixed priorities and a
 SimpleConsumer receives it in the same order from both, each message with its priority and the
 type PRIORITY; raw SendMessage and QueryRoute calls get the same answers from both, refusals
