@@ -18,7 +18,8 @@ print the same lines on both, times aside, and raw lite admin requests get the s
 
 The real 5.5.0 Proxy in cluster mode in front of our NameServer and broker (its own fixture, at
 the end of the module) serves the same push scenario with the same assertions: our broker answers
-the Proxy's remoting lite codes (``docs/lite.md``).
+the Proxy's remoting lite codes (``docs/lite.md``). An exclusive lite group's takeover gets the
+same oneway NOTIFY_UNSUBSCRIBE_LITE from our broker and from the 5.5.0 one (raw frames).
 
 Priority (``docs/priority.md``): the Python client sends a backlog of mixed priorities and a
 SimpleConsumer receives it in the same order from both, each message with its priority and the
@@ -55,6 +56,7 @@ from compat_tests.lite55_admin import (
     normalized,
     subscribe_over_remoting,
 )
+from compat_tests.lite55_notify import SOLO_ATTRIBUTES, SOLO_GROUP, exclusive_takeover
 from compat_tests.pop_raw import wait_route
 from compat_tests.priority55_grpc import (
     EXPECTED,
@@ -494,3 +496,21 @@ def test_proxy_over_ours_serves_the_lite_push_consumer_its_lite_topics_in_order_
         "l0": [f"l0-{i}" for i in range(ROUNDS)] + ["l0-after"],
         "l1": [f"l1-{i}" for i in range(ROUNDS)],
     }, "\n".join(lines)
+
+
+def test_an_exclusive_lite_takeover_tells_the_other_client_over_remoting(
+    target: Endpoint, tmp_path: Path
+) -> None:
+    """NOTIFY_UNSUBSCRIBE_LITE: the broker's oneway notice to the connection of the client that
+    lost a lite topic to another client of its exclusive group (raw frames, as two Proxies)."""
+    mqadmin(
+        target, tmp_path, "updateSubGroup", "-c", "DefaultCluster", "-g", SOLO_GROUP, "-o", "true",
+        "--attributes", SOLO_ATTRIBUTES,
+    )  # fmt: skip
+    broker_addr = wait_route(target.namesrv_addr, PARENT)
+    assert exclusive_takeover(broker_addr) == {
+        "add a": ResponseCode.SUCCESS,
+        "add b": ResponseCode.SUCCESS,
+        "notices to a": [("solo-a", SOLO_GROUP, "l7", True)],
+        "notices to b": [],
+    }
