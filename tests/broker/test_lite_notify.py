@@ -14,6 +14,7 @@ import pytest
 import trio
 
 from broker.app import Broker
+from broker.grpc.common import ClientContext
 from broker.grpc.lite import LiteActivity
 from broker.lite import LiteSubscriptionRegistry, is_lite_sub_exclusive, to_lmq_name
 from broker.subscription_group_manager import SubscriptionGroupConfig
@@ -182,3 +183,50 @@ def test_a_grpc_client_is_told_over_its_telemetry_stream(broker: Broker) -> None
     commands = [pb.TelemetryCommand.FromString(payload) for payload in stream.posted]
     assert [c.notify_unsubscribe_lite_command.lite_topic for c in commands] == ["l0"]
     assert lite.notified == 1
+
+
+def test_a_takeover_on_either_door_tells_each_client_once_on_its_own_door(broker: Broker) -> None:
+    """One takeover path for both doors: a client of our gRPC endpoint that loses a lite topic to
+    a Proxy's client hears it on its Telemetry stream, a Proxy's client that loses one to a gRPC
+    client hears NOTIFY_UNSUBSCRIBE_LITE, a client both know hears it once (on its connection),
+    and lite.sub.reset.offset.exclusive moves the group's offset back to 0 on each takeover."""
+    attributes = {
+        "lite.bind.topic": PARENT,
+        "lite.sub.model": "Exclusive",
+        "lite.sub.reset.offset.exclusive": "true",
+    }
+    broker.controller.groups.update(SubscriptionGroupConfig(SOLO, attributes=attributes))
+    services, offsets = broker.services, broker.controller.offsets
+    lmq_l0 = to_lmq_name(PARENT, "l0")
+    streams = {"G": FakeCall()}
+    lite = LiteActivity(broker.controller, services.consume, services.lite, services.lite_lifecycle, streams)
+    request = pb.SyncLiteSubscriptionRequest(
+        action=pb.PARTIAL_ADD,
+        topic=pb.Resource(name=PARENT),
+        group=pb.Resource(name=SOLO),
+        lite_topic_set=["l0"],
+    )
+    grpc_client = ClientContext("G", "127.0.0.1:50001", "PYTHON", "5.1.2", {})
+
+    def told(client: str) -> list[str]:
+        commands = [pb.TelemetryCommand.FromString(payload) for payload in streams[client].posted]
+        return [c.notify_unsubscribe_lite_command.lite_topic for c in commands]
+
+    proxy = FakePeer()
+    lite.sync_lite_subscription(grpc_client, request)
+    offsets.commit(SOLO, lmq_l0, 0, 2)
+    ctl(broker, proxy, "PARTIAL_ADD", "R", SOLO, "l0")
+    assert (told("G"), notices(proxy)) == (["l0"], [])
+    assert offsets.query(SOLO, lmq_l0, 0) == 0
+    offsets.commit(SOLO, lmq_l0, 0, 2)
+    lite.sync_lite_subscription(grpc_client, request)
+    assert (told("G"), notices(proxy)) == (["l0"], [("R", SOLO, "l0")])
+    assert offsets.query(SOLO, lmq_l0, 0) == 0
+    assert {(c, g) for c, g in services.lite.subscribers_of(lmq_l0) if g == SOLO} == {("G", SOLO)}
+    # R with a Telemetry stream here as well as its connection: told once, on the connection.
+    streams["R"] = FakeCall()
+    ctl(broker, proxy, "PARTIAL_ADD", "R", SOLO, "l0")
+    lite.sync_lite_subscription(grpc_client, request)
+    assert notices(proxy) == [("R", SOLO, "l0"), ("R", SOLO, "l0")]
+    assert (told("G"), told("R")) == (["l0", "l0"], [])
+    assert lite.notified == 2
