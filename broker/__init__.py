@@ -9,11 +9,12 @@ Floors, from the bottom (``tests/test_layers.py`` holds them; no import runs up)
   (``message_service``), and the subsystems with state of their own:
   :mod:`broker.pop` (POP reader, checkpoints, revive), :mod:`broker.transaction`,
   :mod:`broker.timer`, ``schedule`` (delay levels), ``priority``, ``lite`` (5.5 lite topics and
-  their subscriptions), :mod:`broker.filter` (SQL92),
-  :mod:`broker.auth` (ACL 2.0), :mod:`broker.ha` (master/slave replication), statistics and
-  Prometheus metrics.
+  their subscriptions; ``lite_lifecycle`` their expiry and the group settings of a subscription
+  change; ``lite_notify`` tells clients of those the broker drops), :mod:`broker.filter`
+  (SQL92), :mod:`broker.auth` (ACL 2.0), :mod:`broker.ha` (master/slave replication),
+  statistics and Prometheus metrics.
 * **service**: :mod:`broker.service`, the typed operations both protocols share (send, recall,
-  end of a transaction, pop/ack/change of invisible time, send-back).
+  end of a transaction, pop/ack/change of invisible time, the lite pop, send-back).
 * **front doors**: :mod:`broker.processors` (remoting request codes, one module per Java
   processor) and :mod:`broker.grpc` (the ``apache.rocketmq.v2`` activities, as the Proxy's).
   They adapt a protocol's request onto a service or the state and answer in that protocol; a

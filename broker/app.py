@@ -33,6 +33,7 @@ from broker.config_tables import ConfigTable
 from broker.controller import BrokerController, store_config_of
 from broker.ha.replication import Replication, bind_ha
 from broker.ha.roles import apply_broker_role
+from broker.lite_notify import LiteUnsubscribeNotifier
 from broker.long_polling import PullHoldService
 from broker.message_service import MessageService
 from broker.metrics import create_metrics
@@ -51,6 +52,7 @@ from broker.processors.end_transaction import EndTransactionProcessor
 from broker.processors.lite_admin import LiteManagerProcessor
 from broker.processors.lite_subscription import LiteSubscriptionCtlProcessor
 from broker.processors.pop import PopProcessor
+from broker.processors.pop_lite import PopLiteMessageProcessor
 from broker.processors.pull import PullMessageProcessor
 from broker.processors.query import QueryMessageProcessor
 from broker.processors.recall import RecallMessageProcessor
@@ -102,6 +104,8 @@ def build_dispatcher(
     pop = pop or PopConfig.of(controller.config)
     services = services or BrokerServices(controller, pop)
     consume = services.consume
+    notifier = LiteUnsubscribeNotifier()  # NOTIFY_UNSUBSCRIBE_LITE to the clients' connections
+    services.lite.unsubscribe_listeners.append(notifier)
     send = SendMessageProcessor(controller, services.send)
     processors: list[Any] = [
         ClientManageProcessor(controller),
@@ -121,7 +125,8 @@ def build_dispatcher(
         QueryAssignmentProcessor(controller, pop),
         NotificationProcessor(controller, pop, consume.state, consume.polling, consume.orders),
         LiteManagerProcessor(controller, services),
-        LiteSubscriptionCtlProcessor(controller, services),
+        LiteSubscriptionCtlProcessor(controller, services, notifier),
+        PopLiteMessageProcessor(controller, services.lite_pop),
     ]
     if auth is not None:
         settings = auth.settings

@@ -16,8 +16,10 @@ Mirrors what the 5.5.0 broker and Proxy do with them:
   changed by the four actions of SyncLiteSubscription (``LiteSubscriptionCtlProcessor``); a
   PARTIAL_ADD when the broker already holds ``maxLiteSubscriptionCount`` (client, lite topic)
   subscriptions is refused ``LiteQuotaException``; its ``OffsetOption`` says where each added
-  lite topic is read from (``resetOffset``); an expired lite topic's subscriptions go
-  (``cleanSubscription``).
+  lite topic is read from (``resetOffset``); an exclusive group's (``lite.sub.model=Exclusive``)
+  PARTIAL_ADD takes each lite topic from the group's other clients, each told once through the
+  registry's listeners (``excludeClientByLmqName``, ``notifyUnsubscribeLite``); an expired lite
+  topic's subscriptions go (``cleanSubscription``, nobody told).
 * ``TopicConfig.getLiteTopicExpiration``: the parent topic's ``lite.topic.expiration`` (minutes).
 
 This module holds the names and the registry, without Trio or sockets; the gRPC adapter is
@@ -26,11 +28,14 @@ This module holds the names and the registry, without Trio or sockets; the gRPC 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import logging
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from codec.codes import ResponseCode
 from codec.errors import RocketMQError
+
+logger = logging.getLogger(__name__)
 
 LITE_TYPE = "LITE"  # TopicMessageType.LITE
 PROPERTY_LITE_TOPIC = "__LITE_TOPIC"  # MessageConst.PROPERTY_LITE_TOPIC
@@ -39,7 +44,7 @@ SEPARATOR = "$"  # LiteUtil.SEPARATOR
 LITE_BIND_TOPIC = "lite.bind.topic"  # SubscriptionGroupAttributes.LITE_BIND_TOPIC_ATTRIBUTE
 LITE_SUB_CLIENT_QUOTA = "lite.sub.client.quota"  # SubscriptionGroupAttributes.LITE_SUB_CLIENT_QUOTA_ATTRIBUTE
 LITE_SUB_MODEL = "lite.sub.model"  # SubscriptionGroupAttributes.LITE_SUB_MODEL_ATTRIBUTE: Shared, Exclusive
-LITE_SUB_EXCLUSIVE = "Exclusive"  # LiteSubModel.Exclusive
+LITE_SUB_EXCLUSIVE = "Exclusive"  # LiteSubModel.Exclusive (the default: Shared)
 LITE_SUB_RESET_OFFSET_EXCLUSIVE = "lite.sub.reset.offset.exclusive"  # boolean, default false
 LITE_SUB_RESET_OFFSET_UNSUBSCRIBE = "lite.sub.reset.offset.unsubscribe"  # boolean, default false
 DEFAULT_LITE_SUB_CLIENT_QUOTA = 2000
@@ -110,7 +115,7 @@ def lite_sub_client_quota(group_attributes: Mapping[str, str]) -> int:
         return DEFAULT_LITE_SUB_CLIENT_QUOTA
 
 
-def lite_sub_exclusive(group_attributes: Mapping[str, str]) -> bool:
+def is_lite_sub_exclusive(group_attributes: Mapping[str, str]) -> bool:
     """``SubscriptionGroupConfig.isLiteSubExclusive``: ``lite.sub.model`` is ``Exclusive``."""
     return _attribute(group_attributes, LITE_SUB_MODEL) == LITE_SUB_EXCLUSIVE
 
@@ -119,6 +124,11 @@ def group_flag(group_attributes: Mapping[str, str], name: str) -> bool:
     """A boolean group attribute (``Boolean.parseBoolean``: "true" in any case, else false), as
     ``isResetOffsetInExclusiveMode`` and ``isResetOffsetOnUnsubscribe`` read theirs."""
     return (_attribute(group_attributes, name) or "").lower() == "true"
+
+
+#: Told of a subscription the broker dropped itself: (client id, group, LMQ name); answers
+#: whether it reached the client (a listener that does not know the client answers False).
+UnsubscribeListener = Callable[[str, str, str], bool | None]
 
 
 def lite_topic_problem(lite_topic: str, max_size: int = MAX_LITE_TOPIC_SIZE) -> str | None:
@@ -200,6 +210,10 @@ class LiteSubscriptionRegistry:
         self.by_client: dict[str, LiteSubscription] = {}
         self.by_lmq: dict[str, set[tuple[str, str]]] = {}
         self.last_access_ms: dict[str, int] = {}
+        #: Told of each subscription the broker drops itself (an exclusive group's takeover), in
+        #: turn until one reaches the client: the remoting connections' notifier
+        #: (:mod:`broker.lite_notify`) and the gRPC endpoint's Telemetry streams.
+        self.unsubscribe_listeners: list[UnsubscribeListener] = []
 
     def _subscription(self, client_id: str, group: str, topic: str) -> LiteSubscription:
         """``getOrCreateLiteSubscription``: a client's new group or topic replaces its old one."""
@@ -247,13 +261,28 @@ class LiteSubscriptionRegistry:
             name = to_lmq_name(topic, lite)
             subscription.lmq_names.add(name)
             if exclusive:
-                excluded += [(other, name) for other in self._exclude_others(client_id, group, name)]
+                excluded += [(other, name) for other in self._exclude(client_id, group, name)]
             self._link(client_id, group, name)
             names.append(name)
         return names, excluded
 
-    def _exclude_others(self, client_id: str, group: str, lmq_name: str) -> list[str]:
-        """The group's other clients on ``lmq_name`` lose it; their ids."""
+    def exclude_others(
+        self, client_id: str, group: str, topic: str, lite_topics: Iterable[str]
+    ) -> list[tuple[str, str]]:
+        """An exclusive group's takeover of these lite topics by ``client_id`` (what
+        :meth:`add_partial` does with ``exclusive``, before linking the client): the (client, LMQ
+        name) pairs taken, each client told through the listeners."""
+        taken = []
+        for lite in lite_topics:
+            name = to_lmq_name(topic, lite)
+            taken += [(other, name) for other in self._exclude(client_id, group, name)]
+        return taken
+
+    def _exclude(self, client_id: str, group: str, lmq_name: str) -> list[str]:
+        """``excludeClientByLmqName``: the group's other clients on ``lmq_name`` lose it (a client
+        left with none is forgotten), and each is told once (:meth:`_tell_unsubscribed`); their
+        ids. The subscribing client itself is left alone: 5.5.0 drops and notifies it too, then
+        links it again."""
         others = sorted(c for c, g in self.by_lmq.get(lmq_name, ()) if g == group and c != client_id)
         for other in others:
             found = self.by_client.get(other)
@@ -262,7 +291,22 @@ class LiteSubscriptionRegistry:
                 if not found.lmq_names:
                     del self.by_client[other]
             self._unlink(other, group, lmq_name)
+            self._tell_unsubscribed(other, group, lmq_name)
         return others
+
+    def _tell_unsubscribed(self, client_id: str, group: str, lmq_name: str) -> None:
+        """``notifyUnsubscribeLite``: the listeners in turn until one reaches the client (its
+        remoting connection or its Telemetry stream), so the client hears it once; none: logged,
+        as Java logs a client without a channel."""
+        for listener in self.unsubscribe_listeners:
+            if listener(client_id, group, lmq_name):
+                return
+        logger.warning(
+            "notifyUnsubscribeLite but channel is null, lmqName:%s, group:%s, clientId:%s",
+            lmq_name,
+            group,
+            client_id,
+        )
 
     def remove_partial(self, client_id: str, group: str, topic: str, lite_topics: Iterable[str]) -> set[str]:
         """PARTIAL_REMOVE: no longer these lite topics; the LMQ names that were subscribed."""

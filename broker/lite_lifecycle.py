@@ -17,8 +17,9 @@ Mirrors org.apache.rocketmq.broker.lite.AbstractLiteLifecycleManager and LiteLif
   to the option's target (:meth:`broker.lite.OffsetOption.target`) and its orderly-consumption
   record of the queue goes, as ``assignResetOffset`` and ``consumerOrderInfoManager.remove`` do.
 * **Exclusive groups** (``lite.sub.model=Exclusive``): a PARTIAL_ADD takes each lite topic from
-  the group's other clients (``excludeClientByLmqName``; the caller tells them), resetting the
-  group's offset to 0 first when ``lite.sub.reset.offset.exclusive`` is true; and with
+  the group's other clients (``excludeClientByLmqName``: the registry does it, and tells each
+  client once through its listeners, over remoting or over Telemetry), resetting the group's
+  offset there to 0 when ``lite.sub.reset.offset.exclusive`` is true; and with
   ``lite.sub.reset.offset.unsubscribe`` a PARTIAL_REMOVE resets it to 0 (``removeTopicGroup``).
 
 No Trio here: :meth:`LiteLifecycleManager.run_once` does one round and says when the next is due;
@@ -38,9 +39,9 @@ from broker.lite import (
     LiteSubscriptionRegistry,
     OffsetOption,
     group_flag,
+    is_lite_sub_exclusive,
     is_lite_topic,
     lite_bind_topic,
-    lite_sub_exclusive,
     lite_topic_expiration,
     split_lmq_name,
 )
@@ -217,16 +218,17 @@ class LiteLifecycleManager:
     def subscribe_partial(
         self, client_id: str, group: str, topic: str, lite_topics: list[str], option: OffsetOption | None
     ) -> list[tuple[str, str]]:
-        """``addPartialSubscription`` with the group's settings: the registry's PARTIAL_ADD, the
-        exclusive mode's resets, the offset option; the (client, LMQ name) pairs taken from other
-        clients, for the caller to tell them. Raises :class:`broker.lite.LiteQuotaError`."""
+        """``addPartialSubscription`` with the group's settings, the one path of both doors: the
+        registry's PARTIAL_ADD (in an exclusive group, the takeover, whose clients the registry's
+        listeners tell), the exclusive mode's resets, the offset option; the (client, LMQ name)
+        pairs taken from other clients. Raises :class:`broker.lite.LiteQuotaError`."""
         attributes = self._group_attributes(group)
         added, excluded = self.registry.add_partial(
             client_id,
             group,
             topic,
             lite_topics,
-            exclusive=lite_sub_exclusive(attributes),
+            exclusive=is_lite_sub_exclusive(attributes),
             max_count=self.broker.config.max_lite_subscription_count,  # read each time, as Java
         )
         if excluded and group_flag(attributes, LITE_SUB_RESET_OFFSET_EXCLUSIVE):

@@ -49,6 +49,23 @@ class SubscriptionGroupConfig(JsonBody):
     attributes: dict[str, str] = jfield(factory=dict)
 
 
+def alter_group_attributes(current: dict[str, str], requested: dict[str, str]) -> dict[str, str]:
+    """The attributes a group has after an update that requests ``requested``: the merge of
+    ``AttributeUtil.alterCurrentAttributes`` (``updateSubscriptionGroupConfig``), ``+key`` added
+    or changed and ``-key`` removed, stored under the plain key (so GET_SUBSCRIPTIONGROUP_CONFIG
+    answers ``lite.bind.topic`` as a 5.5 Proxy reads it). Unlike Java, a key without a sign is
+    kept as given and an unknown key is not refused."""
+    result = {key.lstrip("+"): value for key, value in current.items()}
+    for key, value in requested.items():
+        if key.startswith("+") and len(key) > 1:
+            result[key[1:]] = value
+        elif key.startswith("-") and len(key) > 1:
+            result.pop(key[1:], None)
+        else:
+            result[key] = value
+    return result
+
+
 class SubscriptionGroupManager:
     def __init__(self, config: BrokerConfig, on_change: Callable[[], None] | None = None) -> None:
         self.config = config

@@ -56,7 +56,10 @@ class RequestCode(IntEnum):
     NOTIFICATION = 200054
     POLLING_INFO = 200055
     POP_ROLLBACK = 200056
+    POP_LITE_MESSAGE = 200070  # 5.5: a cluster-mode Proxy's lite consumers' pop
     LITE_SUBSCRIPTION_CTL = 200071  # 5.5: a cluster-mode Proxy's lite subscription changes
+    ACK_LITE_MESSAGE = 200072  # 5.5: declared, registered by no 5.5.0 processor (acks go as ACK_MESSAGE)
+    NOTIFY_UNSUBSCRIBE_LITE = 200073  # 5.5: broker to client, a lite subscription dropped
     GET_BROKER_LITE_INFO = 200074  # 5.5 lite admin (LiteManagerProcessor)
     GET_PARENT_TOPIC_INFO = 200075
     GET_LITE_TOPIC_INFO = 200076

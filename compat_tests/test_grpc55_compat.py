@@ -16,8 +16,13 @@ After the push scenario, the six lite subcommands of the 5.5.0 ``mqadmin`` (getB
 getParentTopicInfo, getLiteTopicInfo, getLiteClientInfo, getLiteGroupInfo, triggerLiteDispatch)
 print the same lines on both, times aside, and raw lite admin requests get the same refusals.
 
+The real 5.5.0 Proxy in cluster mode in front of our NameServer and broker (its own fixture, near
+the end of the module) serves the same push scenario with the same assertions: our broker answers
+the Proxy's remoting lite codes (``docs/lite.md``). An exclusive lite group's takeover gets the
+same oneway NOTIFY_UNSUBSCRIBE_LITE from our broker and from the 5.5.0 one (raw frames).
+
 Last, ``rmq-compat --quick`` (one scenario per feature of its catalogue) passes every row on both;
-ours runs with ``brokerVersion=5.5.0`` in this module.
+ours runs with ``brokerVersion=5.5.0`` in this module (behind the Proxy too).
 
 Priority (``docs/priority.md``): the Python client sends a backlog of mixed priorities and a
 SimpleConsumer receives it in the same order from both, each message with its priority and the
@@ -27,6 +32,7 @@ included.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -55,6 +61,7 @@ from compat_tests.lite55_admin import (
     normalized,
     subscribe_over_remoting,
 )
+from compat_tests.lite55_notify import SOLO_ATTRIBUTES, SOLO_GROUP, exclusive_takeover
 from compat_tests.pop_raw import wait_route
 from compat_tests.priority55_grpc import (
     EXPECTED,
@@ -66,7 +73,7 @@ from compat_tests.priority55_grpc import (
     create_priority_topics,
     send_priority,
 )
-from compat_tests.reference import run_mqadmin
+from compat_tests.reference import ReferenceServers, free_port, run_mqadmin
 from compat_tests.scenario import TEST_JVM_OPTIONS
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
@@ -450,6 +457,69 @@ def test_python_client_backlog_comes_back_highest_priority_first(target: Endpoin
     types = [tuple(line.split()[1:]) for line in lines if line.startswith("TYPE")]
     assert types == [(body, str(pb.PRIORITY)) for body, _ in EXPECTED], result.stdout
     assert lines[-1] == "DONE", result.stdout
+
+
+# -- The 5.5.0 Proxy in cluster mode in front of our NameServer and broker -------------------------
+
+
+@pytest.fixture(scope="module")
+def proxy_over_ours(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
+    """The real 5.5.0 Proxy (cluster mode) whose NameServer is ours: it reaches our broker over
+    remoting (LITE_SUBSCRIPTION_CTL, POP_LITE_MESSAGE, ACK_MESSAGE with a lite topic, ...)."""
+    workdir = tmp_path_factory.mktemp("proxy-over-ours")
+    ours = start_ours(workdir / "ours", {**LMQ_CONF, "brokerVersion": VERSION})
+    servers: ReferenceServers | None = None
+    try:
+        namesrv_port = int(ours.namesrv_addr.rsplit(":", 1)[1])
+        proxy_home = workdir / "proxy"
+        proxy_home.mkdir()
+        servers = dataclasses.replace(
+            ReferenceServers.on_loopback(proxy_home, version=VERSION), namesrv_port=namesrv_port
+        )
+        servers.checks_exits = True
+        grpc_port = free_port()
+        servers.start_cluster_proxy(grpc_port, free_port())
+        endpoint = Endpoint("proxy-over-ours", f"127.0.0.1:{grpc_port}", ours.namesrv_addr)
+        create_resources(endpoint, workdir)
+        yield endpoint
+    finally:
+        if servers is not None:
+            servers.stop(kill=True)
+        ours.stop()
+
+
+def test_proxy_over_ours_serves_the_lite_push_consumer_its_lite_topics_in_order_and_none_after_unsubscribing(
+    proxy_over_ours: Endpoint, tmp_path: Path
+) -> None:
+    """The scenario of the test above, through the 5.5.0 Proxy in front of our broker: the same
+    assertions."""
+    lines = run_scenario(proxy_over_ours, tmp_path, "push", PARENT, PUSH_GROUP)
+    failed = [line for line in lines if line.startswith("FAILED")]
+    assert failed == [], "\n".join(lines)
+    received = [tuple(line.split()[1:]) for line in lines if line.startswith("RECEIVED")]
+    by_lite = {lite: [body for got_lite, body in received if got_lite == lite] for lite, _ in received}
+    assert by_lite == {
+        "l0": [f"l0-{i}" for i in range(ROUNDS)] + ["l0-after"],
+        "l1": [f"l1-{i}" for i in range(ROUNDS)],
+    }, "\n".join(lines)
+
+
+def test_an_exclusive_lite_takeover_tells_the_other_client_over_remoting(
+    target: Endpoint, tmp_path: Path
+) -> None:
+    """NOTIFY_UNSUBSCRIBE_LITE: the broker's oneway notice to the connection of the client that
+    lost a lite topic to another client of its exclusive group (raw frames, as two Proxies)."""
+    mqadmin(
+        target, tmp_path, "updateSubGroup", "-c", "DefaultCluster", "-g", SOLO_GROUP, "-o", "true",
+        "--attributes", SOLO_ATTRIBUTES,
+    )  # fmt: skip
+    broker_addr = wait_route(target.namesrv_addr, PARENT)
+    assert exclusive_takeover(broker_addr) == {
+        "add a": ResponseCode.SUCCESS,
+        "add b": ResponseCode.SUCCESS,
+        "notices to a": [("solo-a", SOLO_GROUP, "l7", True)],
+        "notices to b": [],
+    }
 
 
 # -- rmq-compat's quick set on the module's target (self-contained) --------------------------------

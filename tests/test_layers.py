@@ -65,6 +65,8 @@ MAY_WAIT = frozenset(
         "broker.pop.notification",  # NOTIFICATION waits like a POP for an arrival or its poll time
         "broker.grpc.consumer",  # ReceiveMessage long-polls through the POP processor
         "broker.grpc.lite",  # a lite consumer's ReceiveMessage long-polls over its lite queues
+        "broker.service.lite_pop",  # a lite pop that found nothing long-polls over the lite queues
+        "broker.processors.pop_lite",  # POP_LITE_MESSAGE long-polls (the lite pop)
         "broker.processors.lite_admin",  # TRIGGER_LITE_DISPATCH wakes a group's long-polling receives
         "broker.processors.lite_subscription",  # a subscription change wakes the client's receive
         "broker.grpc.renewer",  # the loop renewing push consumers' receipt handles

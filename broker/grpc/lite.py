@@ -3,26 +3,20 @@
 Mirrors the 5.5 Proxy's ``ClientActivity.syncLiteSubscription`` and ``ClientProcessor`` checks
 (topic and group names, each added lite topic as ``validateLiteTopic``, the group's
 ``lite.bind.topic``, the request's size against the group's quota) and the broker's
-``LiteSubscriptionCtlProcessor`` (the registry of :mod:`broker.lite`: a PARTIAL_ADD past the
-broker's ``maxLiteSubscriptionCount`` is LITE_SUBSCRIPTION_QUOTA_EXCEEDED with the broker's
-``LiteQuotaException`` text; its ``offset_option``, converted as ``ClientActivity.toOffsetOption``
-does, moves the group's offset on each lite topic added: :mod:`broker.lite_lifecycle`), then, for a
-LITE_PUSH_CONSUMER or LITE_SIMPLE_CONSUMER, ``PopLiteMessageProcessor``: a receive pops the LMQ
-queues of the client's lite topics one after the other, each orderly (a queue's next message
-waits until the one handed out is acknowledged or invisible no more: FIFO per lite topic, as
-the broker's ``consumerOrderInfoManager`` keeps it), until the batch is full. Nothing found: it
-waits for an arrival on any of those queues (or a change of the client's subscription, or one of
-them ceasing to be blocked) up to the long-polling time, then pops once more. A lite topic
-unsubscribed is never popped again.
-
-Java's broker learns which lite topics have new messages from its dispatch events
-(``LiteEventDispatcher``); here a receive simply walks the client's subscribed queues, from a
-rotating start so that one busy lite topic does not starve the others.
+``LiteSubscriptionCtlProcessor`` (the registry of :mod:`broker.lite`, through
+:meth:`broker.lite_lifecycle.LiteLifecycleManager.subscribe_partial` as the remoting door does: a
+PARTIAL_ADD past the broker's ``maxLiteSubscriptionCount`` is LITE_SUBSCRIPTION_QUOTA_EXCEEDED
+with the broker's ``LiteQuotaException`` text; its ``offset_option``, converted as
+``ClientActivity.toOffsetOption`` does, moves the group's offset on each lite topic added), then,
+for a LITE_PUSH_CONSUMER or LITE_SIMPLE_CONSUMER, the receive: the lite pop of
+:mod:`broker.service.lite_pop` (``PopLiteMessageProcessor``), which the remoting
+POP_LITE_MESSAGE of a cluster-mode Proxy reaches too. A subscription the broker drops itself (an
+exclusive group's PARTIAL_ADD, on either door, takes the lite topic from the group's other
+clients) is told to a client of this endpoint over Telemetry as a ``NotifyUnsubscribeLiteCommand``.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Mapping
 
@@ -44,12 +38,8 @@ from broker.lite import (
     split_lmq_name,
 )
 from broker.lite_lifecycle import LiteLifecycleManager
-from broker.pop.pop_message import PopBatch, PopRequest
 from broker.service.consume import ConsumeService
-from codec.bodies.heartbeat import EXPRESSION_TAG
-from codec.codes import ResponseCode
-from codec.errors import RocketMQError
-from codec.headers.pop import CONSUME_INIT_MODE_MAX
+from broker.service.lite_pop import LitePops, LitePopService
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
 logger = logging.getLogger(__name__)
@@ -94,17 +84,23 @@ class LiteActivity:
         registry: LiteSubscriptionRegistry | None = None,
         lifecycle: LiteLifecycleManager | None = None,
         sessions: Mapping[str, Call] | None = None,
+        lite_pop: LitePopService | None = None,
     ) -> None:
-        """``sessions``: the clients' Telemetry streams by client id (ClientActivity's), on which
-        a client of an exclusive group is told it lost a lite topic; None: nobody is told."""
+        """``sessions``: the clients' Telemetry streams by client id (``ClientActivity``'s); given
+        them, the activity joins the registry's unsubscribe listeners (:meth:`notify_unsubscribe`),
+        so a client of this endpoint hears of a lite topic an exclusive group's takeover took from
+        it, whichever door the takeover came through. None: nobody is told here."""
         self.broker = broker
+        self.sessions: Mapping[str, Call] = sessions if sessions is not None else {}
+        self.notified = 0
         self.pop = pop
         self.registry = registry if registry is not None else LiteSubscriptionRegistry()
         if lifecycle is None:
             lifecycle = LiteLifecycleManager(broker, self.registry, pop.orders, pop.state)
         self.lifecycle = lifecycle
-        self.sessions = sessions
-        self._starts: dict[str, itertools.count[int]] = {}
+        self.lite_pop = lite_pop if lite_pop is not None else LitePopService(broker, pop, self.registry)
+        if sessions is not None:
+            self.registry.unsubscribe_listeners.append(self.notify_unsubscribe)
 
     # -- SyncLiteSubscription --------------------------------------------------------------------
 
@@ -148,13 +144,9 @@ class LiteActivity:
             return pb.SyncLiteSubscriptionResponse(status=OK)
         if action == pb.PARTIAL_ADD:
             try:
-                excluded = self.lifecycle.subscribe_partial(
-                    client_id, group, topic, lite_topics, offset_option
-                )
+                self.lifecycle.subscribe_partial(client_id, group, topic, lite_topics, offset_option)
             except LiteQuotaError as err:
                 raise StatusError(pb.LITE_SUBSCRIPTION_QUOTA_EXCEEDED, str(err)) from None
-            for other, lmq_name in excluded:
-                self._notify_unsubscribe(other, lmq_name)
             registry.open_events(client_id, self.broker.now_ms())
         elif action == pb.PARTIAL_REMOVE:
             self.lifecycle.unsubscribe_partial(client_id, group, topic, lite_topics)
@@ -169,65 +161,33 @@ class LiteActivity:
         self.pop.polling.wake(topic, group, -1)
         return pb.SyncLiteSubscriptionResponse(status=OK)
 
-    def _notify_unsubscribe(self, client_id: str, lmq_name: str) -> None:
-        """``GrpcClientChannel.processNotifyUnsubscribeLite``: a NotifyUnsubscribeLiteCommand on
-        the client's Telemetry stream, so it drops the lite topic from its own set (a client
-        without a stream is only logged, as the broker does without a channel)."""
-        names = split_lmq_name(lmq_name)
-        session = self.sessions.get(client_id) if self.sessions is not None else None
-        if names is None or session is None:
-            logger.warning("notifyUnsubscribeLite %s: client %s has no telemetry stream", lmq_name, client_id)
-            return
-        command = pb.TelemetryCommand(
-            notify_unsubscribe_lite_command=pb.NotifyUnsubscribeLiteCommand(lite_topic=names[1])
-        )
-        if not session.post(command.SerializeToString()):
-            logger.warning("notifyUnsubscribeLite %s to %s could not be queued", lmq_name, client_id)
-
     def forget(self, client_id: str) -> None:
         """``offlineClientLiteSubscription``: a client gone leaves no subscription behind."""
         self.registry.remove_complete(client_id)
-        self._starts.pop(client_id, None)
+        self.lite_pop.forget(client_id)
+
+    def notify_unsubscribe(self, client_id: str, group: str, lmq_name: str) -> bool:
+        """A lite subscription the broker dropped (an exclusive group's takeover), told to the
+        client over its Telemetry stream as the Proxy does with NOTIFY_UNSUBSCRIBE_LITE
+        (``GrpcClientChannel.processNotifyUnsubscribeLite``), so it drops the lite topic from its
+        own set. An :data:`broker.lite.UnsubscribeListener`: False for a client without a stream
+        here (a client of another door); a stream whose outbox is full loses the notice."""
+        session = self.sessions.get(client_id)
+        names = split_lmq_name(lmq_name)
+        if session is None or names is None:
+            return False
+        command = pb.TelemetryCommand(
+            notify_unsubscribe_lite_command=pb.NotifyUnsubscribeLiteCommand(lite_topic=names[1])
+        )
+        if session.post(command.SerializeToString()):
+            self.notified += 1
+        else:
+            logger.warning(
+                "notifyUnsubscribeLite %s of %s to %s could not be queued", lmq_name, group, client_id
+            )
+        return True
 
     # -- receive ---------------------------------------------------------------------------------
-
-    def _order(self, client_id: str) -> list[str]:
-        names = self.registry.lmq_names_of(client_id)
-        if len(names) > 1:
-            start = next(self._starts.setdefault(client_id, itertools.count())) % len(names)
-            names = names[start:] + names[:start]
-        return names
-
-    async def _pop_once(
-        self, client_id: str, group: str, wanted: int, invisible_ms: int, attempt_id: str | None
-    ) -> list[tuple[PopRequest, PopBatch]]:
-        found: list[tuple[PopRequest, PopBatch]] = []
-        for lmq_name in self._order(client_id):
-            if wanted <= 0:
-                break
-            request = PopRequest(
-                consumer_group=group,
-                topic=lmq_name,
-                queue_id=0,
-                max_msg_nums=wanted,
-                invisible_time=invisible_ms,
-                poll_time=0,
-                born_time=self.broker.now_ms(),
-                init_mode=CONSUME_INIT_MODE_MAX,  # PopLiteMessageProcessor.getPopOffset
-                exp_type=EXPRESSION_TAG,
-                exp="*",
-                order=True,
-                attempt_id=attempt_id,
-            )
-            try:
-                outcome = await self.pop.pop_message(request)
-            except RocketMQError as err:  # this queue only (a name no queue can have, a group gone)
-                logger.debug("lite pop of %s for %s refused: %s", lmq_name, group, err)
-                continue
-            if outcome.code == ResponseCode.SUCCESS and outcome.batch.buffers:
-                found.append((request, outcome.batch))
-                wanted -= len(outcome.batch.buffers)
-        return found
 
     async def receive(
         self,
@@ -238,18 +198,10 @@ class LiteActivity:
         invisible_ms: int,
         poll_ms: int,
         attempt_id: str | None,
-    ) -> list[tuple[PopRequest, PopBatch]]:
-        """The pops that found messages (each with its request), after a wait when none did."""
-        self.registry.touch(ctx.client_id, self.broker.now_ms())
-        found = await self._pop_once(ctx.client_id, group, batch_size, invisible_ms, attempt_id)
-        if found or poll_ms <= 0 or self.broker.stopping:
-            return found
-        queues = [(name, 0) for name in self.registry.lmq_names_of(ctx.client_id)]
-        now = self.broker.now_ms()
-        deadline = now + poll_ms
-        for name, _ in queues:  # a blocked lite topic freeing up ends the wait too
-            free_at = self.pop.orders.unblock_time(name, group, 0)
-            if free_at > now:
-                deadline = min(deadline, free_at + 1)
-        await self.pop.polling.wait(topic, group, -1, queues, None, deadline)
-        return await self._pop_once(ctx.client_id, group, batch_size, invisible_ms, attempt_id)
+    ) -> LitePops:
+        """The pops that found messages (each with its request), after a wait when none did
+        (:meth:`broker.service.lite_pop.LitePopService.pop`)."""
+        found, _full = await self.lite_pop.pop(
+            ctx.client_id, group, topic, batch_size, invisible_ms, poll_ms, attempt_id
+        )
+        return found

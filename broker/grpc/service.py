@@ -92,7 +92,12 @@ class MessagingService:
                 recorder=self.recorder,
             )
             self.lite = LiteActivity(
-                broker, shared.consume, shared.lite, shared.lite_lifecycle, self.clients.sessions
+                broker,
+                shared.consume,
+                shared.lite,
+                shared.lite_lifecycle,
+                self.clients.sessions,  # a lite topic taken from a client is told on its stream
+                shared.lite_pop,
             )
             self.consumer.lite = self.lite
             self.clients.on_termination = self.lite.forget

@@ -18,7 +18,7 @@ from typing import Any
 from broker.client_manager import ClientChannel
 from broker.controller import BrokerController
 from broker.stats import BrokerStats
-from broker.subscription_group_manager import SubscriptionGroupConfig
+from broker.subscription_group_manager import SubscriptionGroupConfig, alter_group_attributes
 from broker.topic_attributes import requested_attributes
 from broker.topic_config_manager import (
     validate_group,
@@ -264,6 +264,8 @@ class AdminBrokerProcessor:
     ) -> RemotingCommand:
         group = SubscriptionGroupConfig.decode(request.body)
         validate_group(group.group_name)
+        current = self.broker.groups.find(group.group_name, create=False)
+        group.attributes = alter_group_attributes(current.attributes if current else {}, group.attributes)
         self.broker.groups.update(group)
         return request.make_response(ResponseCode.SUCCESS)
 

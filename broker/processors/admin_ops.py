@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 from broker.cold_data import ColdDataFlowControl, java_long
 from broker.controller import BrokerController
 from broker.ha.runtime_info import master_runtime_info
-from broker.subscription_group_manager import SubscriptionGroupConfig
+from broker.subscription_group_manager import SubscriptionGroupConfig, alter_group_attributes
 from broker.topic_attributes import requested_attributes
 from broker.topic_config_manager import (
     validate_group,
@@ -133,6 +133,8 @@ class AdminOpsProcessor:
         for group in groups:
             validate_group(group.group_name)
         for group in groups:
+            current = self.broker.groups.find(group.group_name, create=False)
+            group.attributes = alter_group_attributes(current.attributes if current else {}, group.attributes)
             self.broker.groups.update(group)
         return request.make_response(ResponseCode.SUCCESS)
 

@@ -10,10 +10,12 @@ consume (else ILLEGAL_OPERATION with the ``IllegalStateException`` text) and, fo
 fewer active subscriptions on the broker than ``maxLiteSubscriptionCount`` (else
 LITE_SUBSCRIPTION_QUOTA_EXCEEDED with the ``LiteQuotaException`` text). A missing body or an
 empty set is ILLEGAL_OPERATION. The changes go to the registry the gRPC endpoint uses
-(:mod:`broker.lite`); a PARTIAL_ADD's ``offsetOption`` (``{"type": "POLICY", "value": 1}``)
-moves the group's offset on each lite topic added, and an exclusive group's lite topic is taken
-from its other clients (:mod:`broker.lite_lifecycle`; a cluster-mode Proxy's clients are not
-told: this broker sends no NOTIFY_UNSUBSCRIBE_LITE).
+(:mod:`broker.lite`), a PARTIAL_ADD and a PARTIAL_REMOVE through the same
+:class:`broker.lite_lifecycle.LiteLifecycleManager` path as the gRPC door's: a PARTIAL_ADD's
+``offsetOption`` (``{"type": "POLICY", "value": 1}``) moves the group's offset on each lite topic
+added, and an exclusive group's (``lite.sub.model=Exclusive``) lite topic is taken from its other
+clients. An add records the connection it came on (``updateClientChannel``), where a client that
+loses a lite topic so is told with NOTIFY_UNSUBSCRIBE_LITE (:mod:`broker.lite_notify`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 from broker.controller import BrokerController
 from broker.lite import OFFSET_TYPES, LiteQuotaError, OffsetOption
+from broker.lite_notify import LiteUnsubscribeNotifier
 from broker.service.services import BrokerServices
 from codec import fastjson
 from codec.codes import RequestCode, ResponseCode
@@ -77,9 +80,17 @@ def _offset_option(entry: dict[str, Any]) -> OffsetOption | None:
 class LiteSubscriptionCtlProcessor:
     """LITE_SUBSCRIPTION_CTL over the broker's shared lite registry (module docstring)."""
 
-    def __init__(self, broker: BrokerController, services: BrokerServices) -> None:
+    def __init__(
+        self,
+        broker: BrokerController,
+        services: BrokerServices,
+        notifier: LiteUnsubscribeNotifier | None = None,
+    ) -> None:
+        """``notifier``: where each client's connection is recorded, for NOTIFY_UNSUBSCRIBE_LITE
+        (:mod:`broker.lite_notify`); None: not recorded."""
         self.broker = broker
         self.services = services
+        self.notifier = notifier
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(RequestCode.LITE_SUBSCRIPTION_CTL, self.lite_subscription_ctl, EmptyHeader)
@@ -89,8 +100,13 @@ class LiteSubscriptionCtlProcessor:
         config = self.broker.groups.find(group)
         return config is not None and config.consume_enable
 
+    def _record_channel(self, ctx: RequestContext, client_id: str) -> None:
+        """``updateClientChannel``: the connection to tell of a subscription dropped."""
+        if self.notifier is not None:
+            self.notifier.update_channel(client_id, ctx.connection.peer)
+
     def lite_subscription_ctl(
-        self, _ctx: RequestContext, request: RemotingCommand, _header: EmptyHeader
+        self, ctx: RequestContext, request: RemotingCommand, _header: EmptyHeader
     ) -> RemotingCommand:
         if not request.body:
             return request.make_response(ResponseCode.ILLEGAL_OPERATION, "Request body is null.")
@@ -113,6 +129,7 @@ class LiteSubscriptionCtlProcessor:
                 return request.make_response(ResponseCode.ILLEGAL_OPERATION, NOT_ALLOWED)
             if action == "PARTIAL_ADD":
                 option = _offset_option(entry)
+                self._record_channel(ctx, client_id)
                 try:
                     lifecycle.subscribe_partial(client_id, group, topic, lite_topics, option)
                 except LiteQuotaError as err:
@@ -121,9 +138,12 @@ class LiteSubscriptionCtlProcessor:
             elif action == "PARTIAL_REMOVE":
                 lifecycle.unsubscribe_partial(client_id, group, topic, lite_topics)
             elif action == "COMPLETE_ADD":
+                self._record_channel(ctx, client_id)
                 registry.add_complete(client_id, group, topic, lite_topics)
                 registry.open_events(client_id, self.broker.now_ms())
             else:
                 registry.remove_complete(client_id)
+                if self.notifier is not None:
+                    self.notifier.remove_channel(client_id)
             self.services.consume.polling.wake(topic, group, -1)
         return request.make_response(ResponseCode.SUCCESS)

@@ -1,5 +1,8 @@
 """POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME and POLLING_INFO.
 
+An ACK_MESSAGE or CHANGE_MESSAGE_INVISIBLETIME naming a ``liteTopic`` (5.5: a cluster-mode Proxy's
+lite consumer) reaches that lite topic's LMQ queue (:func:`broker.service.lite_pop.lite_ack_queue`).
+
 The remoting door of the consume service (:mod:`broker.service.consume`, which mirrors
 ``PopMessageProcessor``, ``AckMessageProcessor`` and ``ChangeInvisibleTimeProcessor``): each header
 becomes the service's typed request and its outcome the response. BATCH_ACK_MESSAGE (a remoting
@@ -18,6 +21,7 @@ from broker.pop.pop_message import PopRequest, pop_response_fields
 from broker.pop.records import PopConfig
 from broker.pop.state import PopState
 from broker.service.consume import AckRequest, ConsumeService
+from broker.service.lite_pop import lite_ack_queue
 from codec.bodies.pop import BatchAck, BatchAckMessageRequestBody, BatchAckMsg
 from codec.codes import RequestCode, ResponseCode
 from codec.command import RemotingCommand
@@ -114,8 +118,19 @@ class PopProcessor:
     async def ack_message(
         self, ctx: RequestContext, request: RemotingCommand, header: AckMessageRequestHeader
     ) -> RemotingCommand:
+        topic, queue_id = header.topic, header.queue_id
+        if header.lite_topic and header.lite_topic.strip():
+            topic = lite_ack_queue(
+                self.broker,
+                header.consumer_group,
+                topic,
+                header.lite_topic,
+                queue_id,
+                header.extra_info,
+                is_ack=True,
+            )
         await self.service.ack_message(
-            AckRequest(header.consumer_group, header.topic, header.queue_id, header.extra_info, header.offset)
+            AckRequest(header.consumer_group, topic, queue_id, header.extra_info, header.offset)
         )
         return request.make_response(ResponseCode.SUCCESS)
 
@@ -189,10 +204,19 @@ class PopProcessor:
     async def change_invisible_time(
         self, ctx: RequestContext, request: RemotingCommand, header: ChangeInvisibleTimeRequestHeader
     ) -> RemotingCommand:
+        topic = header.topic
+        if header.lite_topic and header.lite_topic.strip():
+            topic = lite_ack_queue(
+                self.broker,
+                header.consumer_group,
+                topic,
+                header.lite_topic,
+                header.queue_id,
+                header.extra_info,
+                is_ack=False,
+            )
         changed = await self.service.change_invisible_time(
-            AckRequest(
-                header.consumer_group, header.topic, header.queue_id, header.extra_info, header.offset
-            ),
+            AckRequest(header.consumer_group, topic, header.queue_id, header.extra_info, header.offset),
             header.invisible_time,
         )
         response_header = ChangeInvisibleTimeResponseHeader(

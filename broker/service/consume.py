@@ -124,10 +124,11 @@ class ConsumeService:
 
     # -- pop ---------------------------------------------------------------------------------------
 
-    async def pop_message(self, request: PopRequest) -> PopOutcome:
-        """Read, long-poll when nothing was found; raises :class:`RocketMQError` for a refused pop."""
+    async def pop_message(self, request: PopRequest, now_ms: int | None = None) -> PopOutcome:
+        """Read, long-poll when nothing was found; raises :class:`RocketMQError` for a refused pop.
+        ``now_ms``: the pop time to use (the lite pop gives all the queues of one answer one)."""
         broker = self.broker
-        now = broker.now_ms()
+        now = broker.now_ms() if now_ms is None else now_ms
         if not request.born_time:
             request.born_time = now
         message_filter = check_pop(broker, request, now)

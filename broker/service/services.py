@@ -10,6 +10,7 @@ from broker.lite_lifecycle import LiteLifecycleManager
 from broker.pop.records import PopConfig
 from broker.service.consume import ConsumeService
 from broker.service.end_transaction import EndTransactionService
+from broker.service.lite_pop import LitePopService
 from broker.service.recall import RecallService
 from broker.service.send import SendService
 from broker.service.send_back import SendBackService
@@ -18,7 +19,16 @@ from broker.service.send_back import SendBackService
 class BrokerServices:
     """One of each service over ``broker``; ``pop`` configures the consume service."""
 
-    __slots__ = ("consume", "end_transaction", "lite", "lite_lifecycle", "recall", "send", "send_back")
+    __slots__ = (
+        "consume",
+        "end_transaction",
+        "lite",
+        "lite_lifecycle",
+        "lite_pop",
+        "recall",
+        "send",
+        "send_back",
+    )
 
     def __init__(self, broker: BrokerController, pop: PopConfig) -> None:
         self.send = SendService(broker)
@@ -28,5 +38,8 @@ class BrokerServices:
         self.send_back = SendBackService(broker)
         #: The lite subscriptions (gRPC SyncLiteSubscription changes them, the lite admin reads them).
         self.lite = LiteSubscriptionRegistry()
-        #: Lite topic expiry and the offset option of new lite subscriptions.
+        #: Lite topic expiry, and PARTIAL_ADD / PARTIAL_REMOVE with the group's settings (offset
+        #: option, exclusive takeover, offset resets) for both doors.
         self.lite_lifecycle = LiteLifecycleManager(broker, self.lite, self.consume.orders, self.consume.state)
+        #: The lite consumers' pop (gRPC ReceiveMessage and POP_LITE_MESSAGE).
+        self.lite_pop = LitePopService(broker, self.consume, self.lite)

@@ -1,7 +1,8 @@
-"""Headers of the 5.5 lite admin requests (``LiteManagerProcessor``), from rocketmq-remoting 5.5.0.
+"""Headers of the 5.5 lite requests: the lite admin requests (``LiteManagerProcessor``), the lite
+POP (``PopLiteMessageProcessor``) and the broker's NOTIFY_UNSUBSCRIBE_LITE, from rocketmq-remoting 5.5.0.
 
-Only ``GetParentTopicInfoRequestHeader.topic`` and the ``group`` of the group requests are
-``@CFNotNull``; the others may be missing (null in Java).
+Of the admin headers only ``GetParentTopicInfoRequestHeader.topic`` and the ``group`` of the group
+requests are ``@CFNotNull``; their others may be missing (null in Java).
 """
 
 from __future__ import annotations
@@ -53,3 +54,42 @@ class TriggerLiteDispatchRequestHeader(CustomHeader):
 
     group: str = wire("group")
     client_id: str | None = wire("clientId", required=False)
+
+
+@dataclass(slots=True)
+class PopLiteMessageRequestHeader(CustomHeader):
+    """POP_LITE_MESSAGE (``PopLiteMessageRequestHeader``): every field but ``attemptId`` is
+    ``@CFNotNull``; ``bornTime`` is optional here because ``PopLiteMessageProcessor`` puts the
+    broker's clock into the ext fields when it is absent or ``"0"`` before decoding."""
+
+    client_id: str = wire("clientId")
+    consumer_group: str = wire("consumerGroup")
+    topic: str = wire("topic")
+    max_msg_num: int = wire("maxMsgNum", int32=True)
+    invisible_time: int = wire("invisibleTime")
+    poll_time: int = wire("pollTime")
+    born_time: int | None = wire("bornTime", required=False)
+    attempt_id: str | None = wire("attemptId", required=False)
+
+
+@dataclass(slots=True)
+class PopLiteMessageResponseHeader(CustomHeader):
+    """POP_LITE_MESSAGE's answer (``PopLiteMessageResponseHeader``); the 5.5.0 broker never sets
+    ``startOffsetInfo`` and ``msgOffsetInfo`` (one pop reads several LMQ queues)."""
+
+    pop_time: int = wire("popTime")
+    invisible_time: int = wire("invisibleTime")
+    revive_qid: int = wire("reviveQid", int32=True)
+    start_offset_info: str | None = wire("startOffsetInfo", required=False)
+    msg_offset_info: str | None = wire("msgOffsetInfo", required=False)
+    order_count_info: str | None = wire("orderCountInfo", required=False)
+
+
+@dataclass(slots=True)
+class NotifyUnsubscribeLiteRequestHeader(CustomHeader):
+    """NOTIFY_UNSUBSCRIBE_LITE, broker to client (``NotifyUnsubscribeLiteRequestHeader``): the
+    lite topic (not its LMQ name) the broker dropped from the client's subscription."""
+
+    lite_topic: str = wire("liteTopic")
+    consumer_group: str = wire("consumerGroup")
+    client_id: str = wire("clientId")

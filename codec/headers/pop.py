@@ -66,6 +66,7 @@ class AckMessageRequestHeader(CustomHeader):
     extra_info: str = wire("extraInfo")
     offset: int = wire("offset")
     broker_name: str | None = wire("bname", required=False)
+    lite_topic: str | None = wire("liteTopic", required=False)
 
 
 @dataclass(slots=True)
@@ -77,6 +78,7 @@ class ChangeInvisibleTimeRequestHeader(CustomHeader):
     offset: int = wire("offset")
     invisible_time: int = wire("invisibleTime")
     broker_name: str | None = wire("bname", required=False)
+    lite_topic: str | None = wire("liteTopic", required=False)
 
 
 @dataclass(slots=True)
