@@ -22,10 +22,10 @@ settings.load_profile("rocketmq-gateway")
 #: alone at the end while the other workers idle; started first, the many short files fill in
 #: around it. ``scripts/test`` prints the slowest tests (``--durations``) to revise this list from.
 LONGEST_FIRST = (
+    "test_grpc55_compat.py",
     "test_broker_compat.py",
     "test_dashboard_compat.py",
     "test_compat_tool.py",
-    "test_grpc55_compat.py",
     "test_cluster.py",
     "test_grpc_consume_compat.py",
     "test_filter_compat.py",
@@ -69,7 +69,6 @@ LONGEST_FIRST = (
     "test_namespace_compat.py",
     "test_ha_compat.py",
     "test_ha_processes.py",
-    "test_reference55_health.py",
 )
 
 

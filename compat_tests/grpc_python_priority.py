@@ -1,5 +1,5 @@
 """Priority messages through the Python RocketMQ 5 gRPC client (rocketmq-python-client 5.1.2,
-unmodified), run as its own process by ``compat_tests/test_reference55_health.py``: a Producer
+unmodified), run as its own process by ``compat_tests/test_grpc55_compat.py``: a Producer
 sends one message per given priority (bodies ``m0``, ``m1``, ...), then a SimpleConsumer receives
 and acknowledges them all.
 
