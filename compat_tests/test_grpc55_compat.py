@@ -21,8 +21,7 @@ the end of the module) serves the same push scenario with the same assertions: o
 the Proxy's remoting lite codes (``docs/lite.md``). An exclusive lite group's takeover gets the
 same oneway NOTIFY_UNSUBSCRIBE_LITE from our broker and from the 5.5.0 one (raw frames).
 
-Last, ``rmq-compat --quick`` (one scenario per feature of its catalogue) passes every row on both;
-ours runs with ``brokerVersion=5.5.0`` in this module (behind the Proxy too).
+Ours runs with ``brokerVersion=5.5.0`` in this module (behind the Proxy too).
 
 Priority (``docs/priority.md``): the Python client sends a backlog of mixed priorities and a
 SimpleConsumer receives it in the same order from both, each message with its priority and the
@@ -33,7 +32,6 @@ included.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import subprocess
 import sys
@@ -44,7 +42,6 @@ import grpc
 import pytest
 
 from codec.codes import ResponseCode
-from compat_tests.compat_matrix import ALL_FEATURES
 from compat_tests.grpc_targets import Endpoint, start_cluster_reference, start_ours
 from compat_tests.lite55_admin import (
     ADMIN_CLIENT,
@@ -82,8 +79,7 @@ REPO = Path(__file__).resolve().parent.parent
 SERVICE = "/apache.rocketmq.v2.MessagingService/"
 METADATA = (("x-mq-client-id", "lite-check"), ("x-mq-language", "PYTHON"), ("x-mq-protocol", "v2"))
 ROUNDS = 3
-# With every feature of the rmq-compat catalogue on, so its quick set can run here (the last test).
-LMQ_CONF = {"enableLmq": "true", "enableMultiDispatch": "true", **ALL_FEATURES}
+LMQ_CONF = {"enableLmq": "true", "enableMultiDispatch": "true"}
 
 
 @pytest.fixture(scope="module", params=("ours", f"reference-{VERSION}"))
@@ -520,35 +516,3 @@ def test_an_exclusive_lite_takeover_tells_the_other_client_over_remoting(
         "notices to a": [("solo-a", SOLO_GROUP, "l7", True)],
         "notices to b": [],
     }
-
-
-# -- rmq-compat's quick set on the module's target (self-contained) --------------------------------
-
-QUICK_TIMEOUT_S = 900.0  # a whole --quick run on a loaded 2-core machine
-
-
-def test_rmq_compat_quick_set_passes_every_row(target: Endpoint, tmp_path: Path) -> None:
-    """The catalogue's quick set on ours as 5.5.0 and on the real 5.5.0 cluster (its gRPC rows on
-    the cluster-mode Proxy, whose port is not the broker's): every row passes."""
-    report_file = tmp_path / "quick.json"
-    command = [sys.executable, "-m", "compat_tests.tool.cli", "--namesrv", target.namesrv_addr]
-    command += ["--grpc", target.grpc_addr, "--quick", "--jobs", "4", "--json", str(report_file)]
-    result = subprocess.run(
-        command,
-        capture_output=True,
-        text=True,
-        timeout=QUICK_TIMEOUT_S,
-        cwd=REPO,
-        env={**os.environ, "HOME": str(tmp_path)},
-        check=False,
-    )
-    assert report_file.is_file(), result.stderr[-3000:]
-    report = json.loads(report_file.read_text())
-    results = report["targets"][0]["results"]
-    failing = {r["id"]: (r["status"], r["reason"]) for r in results if r["status"] != "passed"}
-    assert failing == {}, result.stdout
-    assert len(results) >= 25
-    assert {"SQL92 filter", "transaction", "POP", "gRPC FIFO", "gRPC recall", "mqadmin"} <= {
-        r["feature"] for r in results
-    }
-    assert result.returncode == 0
