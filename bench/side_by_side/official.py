@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.side_by_side.driver import DRIVER_HEAP, DriverError, Snapshot
+from bench.side_by_side.driver import DriverError, Snapshot
 from bench.side_by_side.servers import die_with_parent
 
 BUILD_SCRIPT = Path(__file__).resolve().parents[1] / "official" / "build.sh"
@@ -42,6 +42,11 @@ PACKAGE = "org.apache.rocketmq.example.benchmark"
 WINDOW_LINES = 9  # a printed rate spans its 10 snapshots one second apart: the last 9 lines' seconds
 REPORT_INTERVAL_MS = 1000  # -ri: one line per second instead of every 10 s
 RUN_TIMEOUT_S = 180.0  # one program run: JVM start, 10 s to its first line, warm-up, window
+#: The programs' heap. ``Producer -y true`` keeps up to 10,000 sends queued for the client's async
+#: executor and up to 65,535 in flight (the client's async semaphore), 1 KiB bodies each: more than
+#: our Java driver's 512 MiB holds once a broker answers slower than it submits (every client thread
+#: then died of OutOfMemoryError before the first rate line, on both servers).
+OFFICIAL_HEAP = "-Xmx2g"
 FAILURE_FIELDS = ("Send Failed", "Response Failed", "Send Message Failed", "Consume Fail")
 # "Send TPS" is requests/s; BatchProducer adds "Send MPS" (messages/s), the figure to compare.
 FIELD = re.compile(r"\s*(?P<key>[A-Za-z() 0-9]+?)\s*:\s*(?P<value>-?[0-9.]+)\s*$")
@@ -139,7 +144,7 @@ def run_official(program: str, server_pids: list[int], warmup: int, args: list[s
     before."""
     cache = build_official()
     classpath = f"{cache}/classes:{cache}/lib/*"
-    cmd = ["java", DRIVER_HEAP, "-cp", classpath, f"{PACKAGE}.{program}", "-ri", str(REPORT_INTERVAL_MS)]
+    cmd = ["java", OFFICIAL_HEAP, "-cp", classpath, f"{PACKAGE}.{program}", "-ri", str(REPORT_INTERVAL_MS)]
     # The client logs under ${user.home}/logs/rocketmqlogs (Java takes user.home from the password
     # database, not $HOME): a home of the run's own keeps them out of the user's.
     with tempfile.TemporaryDirectory(prefix="bench-official-") as home:
