@@ -115,22 +115,29 @@ class PopProcessor:
 
     # -- ACK_MESSAGE / BATCH_ACK_MESSAGE -----------------------------------------------------------
 
+    def _acked_topic(
+        self, header: AckMessageRequestHeader | ChangeInvisibleTimeRequestHeader, *, is_ack: bool
+    ) -> str:
+        """The queue's topic an ack or a change of invisible time applies to: the request's topic,
+        or, with a ``liteTopic``, its lite topic's queue (``AckMessageProcessor.ackLite``)."""
+        if not (header.lite_topic and header.lite_topic.strip()):
+            return header.topic
+        return lite_ack_queue(
+            self.broker,
+            header.consumer_group,
+            header.topic,
+            header.lite_topic,
+            header.queue_id,
+            header.extra_info,
+            is_ack=is_ack,
+        )
+
     async def ack_message(
         self, ctx: RequestContext, request: RemotingCommand, header: AckMessageRequestHeader
     ) -> RemotingCommand:
-        topic, queue_id = header.topic, header.queue_id
-        if header.lite_topic and header.lite_topic.strip():
-            topic = lite_ack_queue(
-                self.broker,
-                header.consumer_group,
-                topic,
-                header.lite_topic,
-                queue_id,
-                header.extra_info,
-                is_ack=True,
-            )
+        topic = self._acked_topic(header, is_ack=True)
         await self.service.ack_message(
-            AckRequest(header.consumer_group, topic, queue_id, header.extra_info, header.offset)
+            AckRequest(header.consumer_group, topic, header.queue_id, header.extra_info, header.offset)
         )
         return request.make_response(ResponseCode.SUCCESS)
 
@@ -204,17 +211,7 @@ class PopProcessor:
     async def change_invisible_time(
         self, ctx: RequestContext, request: RemotingCommand, header: ChangeInvisibleTimeRequestHeader
     ) -> RemotingCommand:
-        topic = header.topic
-        if header.lite_topic and header.lite_topic.strip():
-            topic = lite_ack_queue(
-                self.broker,
-                header.consumer_group,
-                topic,
-                header.lite_topic,
-                header.queue_id,
-                header.extra_info,
-                is_ack=False,
-            )
+        topic = self._acked_topic(header, is_ack=False)
         changed = await self.service.change_invisible_time(
             AckRequest(header.consumer_group, topic, header.queue_id, header.extra_info, header.offset),
             header.invisible_time,
