@@ -170,19 +170,22 @@ def sync(
     return answer.status.code, answer.status.message
 
 
-def run_scenario(target: Endpoint, tmp_path: Path, mode: str, topic: str, group: str) -> list[str]:
-    result = subprocess.run(
-        [
-            sys.executable,
-            *("-m", "compat_tests.grpc_python_lite", mode, target.grpc_addr, topic, group, str(ROUNDS)),
-        ],
+def python_client(module: str, *args: str, home: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    """One of the Python 5.x client scripts (``compat_tests.<module>``) as its own process."""
+    return subprocess.run(
+        [sys.executable, "-m", f"compat_tests.{module}", *args],
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=timeout,
         cwd=REPO,
-        env={**os.environ, "HOME": str(tmp_path)},
+        env={**os.environ, "HOME": str(home)},
         check=False,
     )
+
+
+def run_scenario(target: Endpoint, tmp_path: Path, mode: str, topic: str, group: str) -> list[str]:
+    args = (mode, target.grpc_addr, topic, group, str(ROUNDS))
+    result = python_client("grpc_python_lite", *args, home=tmp_path, timeout=240)
     lines = result.stdout.splitlines()
     assert lines, result.stderr[-2000:]
     assert lines[-1] == "DONE", result.stdout + result.stderr[-2000:]
@@ -434,19 +437,8 @@ def test_refusals_of_priority_sends(target: Endpoint) -> None:
 
 def test_python_client_backlog_comes_back_highest_priority_first(target: Endpoint, tmp_path: Path) -> None:
     """Sent after the refusals, which stored nothing: the backlog is these nine messages only."""
-    result = subprocess.run(
-        [
-            sys.executable,
-            *("-m", "compat_tests.grpc_python_priority", target.grpc_addr, PRIORITY_TOPIC, PRIORITY_GROUP),
-            *PRIORITIES,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        cwd=REPO,
-        env={**os.environ, "HOME": str(tmp_path)},
-        check=False,
-    )
+    args = (target.grpc_addr, PRIORITY_TOPIC, PRIORITY_GROUP, *PRIORITIES)
+    result = python_client("grpc_python_priority", *args, home=tmp_path, timeout=180)
     lines = result.stdout.splitlines()
     received = [tuple(line.split()[1:]) for line in lines if line.startswith("RECEIVED")]
     assert received == EXPECTED, result.stdout + result.stderr[-2000:]
