@@ -139,13 +139,7 @@ class ReferenceCluster:
     registering to it (a second one, its NameServer unused), SYNC_FLUSH as ours."""
 
     def __init__(self, workdir: Path) -> None:
-        conf = (
-            "flushDiskType=SYNC_FLUSH",
-            # A send may wait this long in the broker's send queue before the broker answers
-            # SYSTEM_BUSY "[TIMEOUT_CLEAN_QUEUE]" (BrokerConfig, default 200 ms), which the 4.9.8
-            # client does not retry; seen with both brokers fsyncing on a loaded 2-core machine.
-            "waitTimeMillsInSendQueue=3000",
-        )
+        conf = ("flushDiskType=SYNC_FLUSH",)
         self.a = ReferenceServers.on_loopback(workdir / "a", broker_name="broker-a", extra_conf=conf)
         self.b = ReferenceServers.on_loopback(
             workdir / "b",

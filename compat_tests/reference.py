@@ -227,6 +227,11 @@ class ReferenceServers:
         """JSON servers of ``version`` on free 127.0.0.1 ports; the broker registers to the
         NameServer here unless ``namesrv_addr_for_broker`` names others."""
         namesrv_port = free_port()
+        # A send waiting over 200 ms (the default) in the broker's queue is refused with
+        # "[TIMEOUT_CLEAN_QUEUE] broker busy" (BrokerFastFailure), which the 4.9.8 client does not
+        # retry: on a loaded 2-core machine that sheds test sends (the local-mode Proxy's broker's
+        # too); the suites check behaviour, not load shedding. ``extra_conf`` may say otherwise.
+        extra_conf = ("waitTimeMillsInSendQueue=3000", *extra_conf)
         return cls(
             workdir=workdir,
             serialize="JSON",

@@ -157,10 +157,6 @@ class ReferenceTarget:
         workdir.mkdir(parents=True, exist_ok=True)
         extra = {
             "mappedFileSizeCommitLog": str(256 * 1024 * 1024),
-            # A send waiting over 200 ms (the default) in the broker's queue is refused with
-            # "[TIMEOUT_CLEAN_QUEUE] broker busy" (BrokerFastFailure): on a loaded 2-core machine
-            # that sheds the bulk tests' sends; these suites check behaviour, not load shedding.
-            "waitTimeMillsInSendQueue": "3000",
             **(broker_conf or {}),
         }
         self.servers = ReferenceServers.on_loopback(
