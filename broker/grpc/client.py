@@ -45,6 +45,7 @@ from codec.bodies.heartbeat import CONSUME_ACTIVELY, CONSUME_PASSIVELY, Consumer
 from codec.codes import LanguageCode
 from codec.versions import CURRENT_VERSION, version_ordinal
 from gateway.transport.dispatch import ConnectionInfo, Peer
+from gateway.transport.grpc.config import GrpcServerConfig
 from gateway.transport.grpc.proto import rocketmq_v2_pb2 as pb
 
 logger = logging.getLogger(__name__)
@@ -55,8 +56,6 @@ PRODUCER_BACKOFF_INITIAL_MS = 10  # grpcClientProducerBackoffInitialMillis
 PRODUCER_BACKOFF_MAX_MS = 1000  # grpcClientProducerBackoffMaxMillis
 PRODUCER_BACKOFF_MULTIPLIER = 2  # grpcClientProducerBackoffMultiplier
 VALIDATE_MESSAGE_TYPE = True  # enableTopicMessageTypeCheck
-CONSUMER_BATCH_SIZE = 32  # grpcClientConsumerLongPollingBatchSize
-CONSUMER_MAX_LONG_POLLING_MS = 20_000  # grpcClientConsumerMaxLongPollingTimeoutMillis
 TELEMETRY = "Telemetry"
 
 
@@ -96,11 +95,18 @@ def merge_producer(settings: pb.Settings, max_body_size: int) -> None:
     settings.publishing.max_body_size = max_body_size
 
 
-def merge_subscription(settings: pb.Settings, group: SubscriptionGroupConfig) -> None:
-    """``GrpcClientSettingsManager.mergeSubscriptionData`` with the group's config."""
+def merge_subscription(
+    settings: pb.Settings, group: SubscriptionGroupConfig, config: GrpcServerConfig | None = None
+) -> None:
+    """``GrpcClientSettingsManager.mergeSubscriptionData`` with the group's config; the batch size
+    and long polling timeout a consumer is told come from the endpoint's ``config``
+    (``grpcClientConsumerLongPollingBatchSize``, ``grpcClientConsumerMaxLongPollingTimeoutMillis``)."""
+    config = config or GrpcServerConfig()
     subscription = settings.subscription
-    subscription.receive_batch_size = CONSUMER_BATCH_SIZE
-    subscription.long_polling_timeout.CopyFrom(_duration_ms(CONSUMER_MAX_LONG_POLLING_MS))
+    subscription.receive_batch_size = config.grpc_client_consumer_long_polling_batch_size
+    subscription.long_polling_timeout.CopyFrom(
+        _duration_ms(config.grpc_client_consumer_max_long_polling_timeout_millis)
+    )
     subscription.fifo = group.consume_message_orderly
     policy = settings.backoff_policy
     policy.max_attempts = group.retry_max_times + 1
@@ -138,11 +144,14 @@ class ClientActivity:
         peer_for: Callable[[str], Peer] | None = None,
         check: RequestCheck | None = None,
         recorder: CallRecorder | None = None,
+        config: GrpcServerConfig | None = None,
     ) -> None:
         """``peer_for(client_id)``: what the broker calls to reach the client (transaction checks);
         ``check``: the request pipeline, run on every Telemetry command; ``recorder``: told of
-        every Settings command a Telemetry stream carries and its refusals."""
+        every Settings command a Telemetry stream carries and its refusals; ``config``: the
+        endpoint's settings, whose consumer keys the merged settings carry."""
         self.broker = broker
+        self.config = config or GrpcServerConfig()
         self.check = check
         self.peer_for = peer_for
         self.now_ms = now_ms or broker.now_ms
@@ -161,7 +170,7 @@ class ClientActivity:
         """``updateClientSettings``: a consumer's settings start from the default group's merge."""
         if settings.HasField("subscription"):
             base = pb.Settings()
-            merge_subscription(base, SubscriptionGroupConfig(""))
+            merge_subscription(base, SubscriptionGroupConfig(""), self.config)
             base.MergeFrom(settings)
             settings = base
         self.raw_settings[client_id] = settings
@@ -184,7 +193,7 @@ class ClientActivity:
         elif settings.HasField("subscription"):
             group = self.broker.groups.find(settings.subscription.group.name, create=False)
             if group is not None:
-                merge_subscription(settings, group)
+                merge_subscription(settings, group, self.config)
                 if settings.client_type in (pb.LITE_PUSH_CONSUMER, pb.LITE_SIMPLE_CONSUMER):
                     merge_lite(settings, group)
         settings.metric.CopyFrom(pb.Metric(on=False))

@@ -68,7 +68,7 @@ class MessagingService:
         self.validation = RequestChecks(broker, config or GrpcServerConfig())
         self.check = chain(grpc_auth(auth), self.validation)
         self.route = RouteActivity(broker, grpc_port)
-        self.clients = ClientActivity(broker, check=self.check, recorder=self.recorder)
+        self.clients = ClientActivity(broker, check=self.check, recorder=self.recorder, config=config)
         shared = services
         self.transactions = TransactionActivity(
             broker, self.clients.sessions, shared.end_transaction if shared else None

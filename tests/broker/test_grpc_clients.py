@@ -89,3 +89,18 @@ async def test_a_simple_consumer_consumes_actively(tmp_path: Path) -> None:
         doc = await listing(conn, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "SimpleG"})
     assert doc["consumeType"] == "CONSUME_ACTIVELY"
     assert doc["messageModel"] == "CLUSTERING"
+
+
+async def test_a_consumer_is_told_the_endpoints_long_polling_timeout_and_batch_size(tmp_path: Path) -> None:
+    """``GrpcClientSettingsManager``: the settings a consumer gets back carry
+    ``grpcClientConsumerMaxLongPollingTimeoutMillis`` and ``grpcClientConsumerLongPollingBatchSize``
+    of the endpoint's configuration (20 s and 32 by default, in tests/broker/test_grpc_service.py)."""
+    config = {
+        "grpc_client_consumer_max_long_polling_timeout_millis": 6_500,
+        "grpc_client_consumer_long_polling_batch_size": 8,
+    }
+    async with endpoint(tmp_path, **config) as (_app, _conn, port):
+        answer = await in_thread(lambda: Client(port, "c-1").telemetry(consumer_settings("PollG", "PollT")))
+    assert answer.status.code == pb.OK
+    assert answer.settings.subscription.long_polling_timeout.ToMilliseconds() == 6_500
+    assert answer.settings.subscription.receive_batch_size == 8

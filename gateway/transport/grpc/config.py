@@ -46,5 +46,6 @@ class GrpcServerConfig:
     max_transaction_recovery_second: int = 3600  # a transactional message's orphaned recovery
     # The long polling of a receive: the client's wish clamped to these, then to the call deadline.
     grpc_client_consumer_min_long_polling_timeout_millis: int = 5_000
-    grpc_client_consumer_max_long_polling_timeout_millis: int = 20_000
+    grpc_client_consumer_max_long_polling_timeout_millis: int = 20_000  # also what consumers are told
+    grpc_client_consumer_long_polling_batch_size: int = 32  # the receive batch consumers are told
     long_polling_reserve_time_in_millis: int = 100  # kept free before the deadline for the answer
