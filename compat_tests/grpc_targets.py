@@ -63,6 +63,14 @@ TX_CONF = {
     "transactionOpBatchInterval": "200",
     "recallMessageEnable": "true",  # RECALL_MESSAGE is refused by default (BrokerConfig)
 }
+#: The long polling timeout both targets tell their consumers (ProxyConfig
+#: grpcClientConsumerMaxLongPollingTimeoutMillis, 20 s by default, also the longest a receive waits):
+#: a push consumer's close() waits for its receive in flight, so with the default every push
+#: scenario ended ~20 s after its last message. 5 s is the shortest a receive may ask
+#: (grpcClientConsumerMinLongPollingTimeoutMillis).
+LONG_POLLING_MS = 5000
+DEFAULT_LONG_POLLING_MS = 20_000
+POLLING_KEY = "grpcClientConsumerMaxLongPollingTimeoutMillis"
 RUN_TIMEOUT_S = 120.0  # one Java producer run on a busy 2-core machine
 REGISTER_TIMEOUT_S = 60.0  # the real Proxy's broker registering with the NameServer
 
@@ -85,8 +93,11 @@ class GrpcTarget:
             stop(proc)
 
 
-def start_ours(workdir: Path, conf: Mapping[str, str] | None = None) -> GrpcTarget:
-    """Our gateway with ``TX_CONF`` and ``conf`` in its broker.conf."""
+def start_ours(
+    workdir: Path, conf: Mapping[str, str] | None = None, long_polling_ms: int = LONG_POLLING_MS
+) -> GrpcTarget:
+    """Our gateway with ``TX_CONF`` and ``conf`` in its broker.conf; its consumers' long polling
+    timeout ``long_polling_ms``."""
     # The typed topics exist from the start, from the store's topics.json as an operator's file
     # would give them; the tests create them again with their attributes on both targets.
     config_dir = workdir / "store" / "config"
@@ -97,7 +108,8 @@ def start_ours(workdir: Path, conf: Mapping[str, str] | None = None) -> GrpcTarg
     }
     (config_dir / "topics.json").write_text(json.dumps({"topicConfigTable": table}))
     conf_file = workdir / "broker.conf"
-    conf_file.write_text("".join(f"{k}={v}\n" for k, v in {**TX_CONF, **(conf or {})}.items()))
+    lines = {**TX_CONF, POLLING_KEY: str(long_polling_ms), **(conf or {})}
+    conf_file.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
     log = workdir / "gateway.log"
     command = [sys.executable, "-m", "gateway.cli", "standalone", "--namesrv-port", "0", "--broker-port", "0"]
     command += ["--grpc-port", "0", "--store", str(workdir / "store"), "-c", str(conf_file)]
@@ -117,16 +129,19 @@ def start_ours(workdir: Path, conf: Mapping[str, str] | None = None) -> GrpcTarg
 
 
 def start_real(
-    workdir: Path, conf: Mapping[str, str] | None = None, proxy_conf: Mapping[str, Any] | None = None
+    workdir: Path,
+    conf: Mapping[str, str] | None = None,
+    proxy_conf: Mapping[str, Any] | None = None,
+    long_polling_ms: int = LONG_POLLING_MS,
 ) -> GrpcTarget:
     """The real Proxy in local mode: ``TX_CONF`` and ``conf`` in its broker.conf, ``proxy_conf``
-    in its rmq-proxy.json."""
+    in its rmq-proxy.json; its consumers' long polling timeout ``long_polling_ms``."""
     lines = tuple(f"{k}={v}" for k, v in {**TX_CONF, **(conf or {})}.items())
     servers = ReferenceServers.on_loopback(workdir, extra_conf=lines)
     try:
         servers.start_namesrv()
         grpc_port = free_port()
-        servers.start_proxy(grpc_port, free_port(), proxy_conf)
+        servers.start_proxy(grpc_port, free_port(), {POLLING_KEY: long_polling_ms, **(proxy_conf or {})})
         # "startup successfully" can come before the broker inside the Proxy has registered.
         wait_ready(servers.namesrv_addr, REGISTER_TIMEOUT_S)
     except BaseException:
@@ -161,7 +176,7 @@ def start_cluster_reference(
         servers.start_broker()
         servers.wait_registered()
         grpc_port = free_port()
-        servers.start_cluster_proxy(grpc_port, free_port())
+        servers.start_cluster_proxy(grpc_port, free_port(), {POLLING_KEY: LONG_POLLING_MS})
     except BaseException:
         servers.stop(kill=True)
         raise
@@ -180,24 +195,31 @@ def produce(target: GrpcTarget, *, tls: bool, topic: str, count: int, option: st
     )
 
 
+def java_command(
+    target: GrpcTarget, main: str, *args: str, properties: Mapping[str, str] | None = None
+) -> list[str]:
+    """The command line of a scenario class of compat_tests/java/grpc5 on the target's endpoint.
+    ``properties``: more Java system properties (``rmqgrpc.accessKey``/``secretKey`` sign)."""
+    return [
+        "java",
+        "-Xmx128m",
+        *TEST_JVM_OPTIONS,
+        f"-Duser.home={target.home}",
+        *(f"-D{k}={v}" for k, v in (properties or {}).items()),
+        "-cp",
+        f"{GRPC_CLIENT / 'classes'}{os.pathsep}{GRPC_CLIENT / 'lib'}/*",
+        main,
+        target.grpc_addr,
+        *args,
+    ]
+
+
 def run_java(
     target: GrpcTarget, main: str, *args: str, properties: Mapping[str, str] | None = None
 ) -> list[str]:
-    """Run a scenario class of compat_tests/java/grpc5 on the target's endpoint; its outcome lines.
-    ``properties``: more Java system properties (``rmqgrpc.accessKey``/``secretKey`` sign)."""
+    """Run a scenario class of compat_tests/java/grpc5 (:func:`java_command`); its outcome lines."""
     result = subprocess.run(
-        [
-            "java",
-            "-Xmx128m",
-            *TEST_JVM_OPTIONS,
-            f"-Duser.home={target.home}",
-            *(f"-D{k}={v}" for k, v in (properties or {}).items()),
-            "-cp",
-            f"{GRPC_CLIENT / 'classes'}{os.pathsep}{GRPC_CLIENT / 'lib'}/*",
-            main,
-            target.grpc_addr,
-            *args,
-        ],
+        java_command(target, main, *args, properties=properties),
         capture_output=True,
         text=True,
         timeout=RUN_TIMEOUT_S,

@@ -26,6 +26,7 @@ from broker.grpc.send import consistent_hash
 from codec.hashing import java_string_hash
 from codec.properties import decode_properties
 from compat_tests.grpc_targets import (
+    DEFAULT_LONG_POLLING_MS,
     DELAY_TOPIC,
     FIFO_TOPIC,
     GRPC_CLIENT,
@@ -59,7 +60,12 @@ def grpc_target(
     if shutil.which("java") is None or not REFERENCE_LIB.is_dir() or not (GRPC_CLIENT / "classes").is_dir():
         pytest.fail("java, the reference jars or the 5.x gRPC client are missing: run scripts/setup-java.sh")
     workdir = tmp_path_factory.mktemp(f"grpc-{request.param}")
-    started = start_ours(workdir) if request.param == "ours" else start_real(workdir)
+    # The Proxy's default longest long polling (20 s): grpc_checks.py times receives of 10 s and 20 s.
+    polling = DEFAULT_LONG_POLLING_MS
+    if request.param == "ours":
+        started = start_ours(workdir, long_polling_ms=polling)
+    else:
+        started = start_real(workdir, long_polling_ms=polling)
     try:
         yield started
     finally:

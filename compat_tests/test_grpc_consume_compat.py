@@ -25,6 +25,7 @@ from compat_tests.grpc_targets import (
     GrpcTarget,
     create_group,
     create_topic,
+    java_command,
     produce,
     run_java,
     start_ours,
@@ -103,18 +104,41 @@ def test_push_consumer_receives_everything(consume_target: GrpcTarget) -> None:
 
 
 def test_push_consumer_failing_until_max_attempts_lands_in_the_dlq(consume_target: GrpcTarget) -> None:
+    """After the last attempt failed, the next receive moves the message to %DLQ%group (the server
+    does, not the client): the consumer keeps receiving until the message is found there."""
     topic, group = "GrpcConsumeDlq", "GrpcDlqGroup"
     create_topic(consume_target, topic)
     create_group(consume_target, group, 2)  # max attempts: retryMaxTimes + 1
     expected = sent_bodies(consume_target, topic, 1)
-    lines = consume(consume_target, "pushfail", topic, group, 3, 100)
-    attempts = [line.split()[2] for line in lines if line.startswith("RECEIVED ")]
-    assert attempts == ["1", "2", "3"], lines
-    deadline = time.monotonic() + 30
-    dlq: list[bytes] = []
-    while not dlq and time.monotonic() < deadline:
-        dlq = [r.body for queue in stored(consume_target, f"%DLQ%{group}").values() for r in queue]
+    argv = java_command(consume_target, "rmqgrpc.Consume", "pushfail", topic, group, "3", "100")
+    consumer = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert consumer.stdout is not None
+        assert consumer.stdin is not None
+        lines: list[str] = []
+        for line in consumer.stdout:  # ends at LAST_ATTEMPT, or when the program ends (100 s)
+            lines.append(line.strip())
+            if line.startswith(("LAST_ATTEMPT", "DONE")):
+                break
+        attempts = [line.split()[2] for line in lines if line.startswith("RECEIVED ")]
+        assert attempts == ["1", "2", "3"], lines
+        deadline = time.monotonic() + 60
+        dlq: list[bytes] = []
+        while not dlq and time.monotonic() < deadline:
+            dlq = [r.body for queue in stored(consume_target, f"%DLQ%{group}").values() for r in queue]
+        consumer.stdin.close()
+        lines += [line.strip() for line in consumer.stdout]
+    finally:
+        if consumer.stdin is not None and not consumer.stdin.closed:
+            consumer.stdin.close()
+        try:
+            consumer.wait(RUN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            consumer.kill()
+            consumer.wait()
     assert [b.decode().replace(" ", "_") for b in dlq] == expected
+    assert lines[-1] == "DONE", lines
+    assert "FAILED" not in " ".join(lines), lines
 
 
 def test_push_consumer_of_an_orderly_group_gets_a_message_group_in_order(consume_target: GrpcTarget) -> None:

@@ -1,5 +1,6 @@
 package rmqgrpc;
 
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Collections;
@@ -36,8 +37,11 @@ import org.apache.rocketmq.client.apis.message.MessageView;
  * it again and ack), push (PushConsumer, SUCCESS for every message) and pushfail (PushConsumer,
  * FAILURE for every message) and pushslow (PushConsumer holding the first delivery of each message
  * COUNT seconds before SUCCESS; runs until one was processed, then 5 s more for a redelivery to
- * show). push runs until COUNT messages were seen, pushfail until a message's delivery attempt COUNT
- * was seen (then 3 s for its forward to the dead letter queue); all at most SECONDS.
+ * show). push runs until COUNT messages were seen; pushfail until a message's delivery attempt COUNT
+ * was seen, then prints LAST_ATTEMPT and keeps receiving until its standard input closes: the
+ * server, not the client, moves the message to the dead letter queue, on the receive after its last
+ * attempt (the Proxy's PopMessageResultFilterImpl answers TO_DLQ), so the test closes the input once
+ * it has found it there. All at most SECONDS.
  */
 public final class Consume {
     private Consume() {
@@ -118,8 +122,22 @@ public final class Consume {
             Thread.sleep(100);
         }
         if (fail) {
-            // the client forwards the message to the dead letter queue after its last attempt
-            Thread.sleep(3000);
+            System.out.println("LAST_ATTEMPT");
+            System.out.flush();
+            Thread input = new Thread(() -> {
+                try {
+                    while (System.in.read() != -1) {
+                        continue;
+                    }
+                } catch (IOException e) {
+                    return;
+                }
+            });
+            input.setDaemon(true);
+            input.start();
+            while (input.isAlive() && System.currentTimeMillis() < deadline) {
+                Thread.sleep(100);
+            }
         }
         consumer.close();
     }
