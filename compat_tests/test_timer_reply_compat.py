@@ -34,17 +34,11 @@ def short(line: str) -> str:
     return line.replace(".", "")
 
 
-#: The consumers of both programs subscribe before their topic exists (its first send creates it),
-#: so they get its queues at their next rebalance: every 20 s by the clients' default
-#: (``RebalanceService``), which was most of each run. Both targets' clients rebalance every second.
-REBALANCE_EVERY_SECOND = ("rocketmq.client.rebalance.waitInterval=1000",)
-
-
 def run(line: str, command: str, target: Target, home: Path, **args: ArgValue) -> list[Event]:
-    """One RequestReplyScenario JVM run; its events (raises :class:`ScenarioError` on a non-zero exit)."""
-    return run_program(
-        MAIN_CLASS, line, command, target.namesrv_addr, home, STEP_S, args, REBALANCE_EVERY_SECOND
-    )
+    """One RequestReplyScenario JVM run; its events (raises :class:`ScenarioError` on a non-zero exit).
+    Its consumers subscribe before their topic exists: they get its queues at their next rebalance
+    (every second, :data:`compat_tests.scenario.CLIENT_PROPERTIES`)."""
+    return run_program(MAIN_CLASS, line, command, target.namesrv_addr, home, STEP_S, args)
 
 
 @pytest.fixture(scope="module", params=TARGETS)
