@@ -41,6 +41,7 @@ async def test_a_thousand_acks_past_the_timer_log_one_line(
         ack = pb.AckMessageRequest(
             group=pb.Resource(name=GROUP), topic=pb.Resource(name="T1"), entries=[entry] * ENTRIES
         )
+        caplog.clear()  # the lines of the acks only (not, say, the start-up's "HA port taken")
         with caplog.at_level(logging.INFO):
             acked = await in_thread(lambda: client.call("AckMessage", ack, pb.AckMessageResponse))
     assert acked.status.code == pb.OK
@@ -57,6 +58,7 @@ async def test_pops_invisible_past_the_timer_log_one_line(
     stored, nothing is popped, and twenty such POPs write one line."""
     async with running(tmp_path) as (app, conn):
         await send_all(conn, "PopH", [b"h0"])
+        caplog.clear()  # the lines of the POPs only
         with caplog.at_level(logging.INFO):
             with trio.fail_after(10):  # until the message is in its queue and its checkpoint refused
                 while not app.broker.services.consume.writer.failures:
