@@ -243,16 +243,7 @@ def pushed(target: Endpoint, tmp_path_factory: pytest.TempPathFactory) -> list[s
 def test_lite_push_consumer_gets_its_lite_topics_in_order_and_none_after_unsubscribing(
     pushed: list[str],
 ) -> None:
-    lines = pushed
-    failed = [line for line in lines if line.startswith("FAILED")]
-    assert failed == [], "\n".join(lines)
-    received = [tuple(line.split()[1:]) for line in lines if line.startswith("RECEIVED")]
-    by_lite = {lite: [body for got_lite, body in received if got_lite == lite] for lite, _ in received}
-    # Exactly the subscribed lite topics, each in send order; l1 nothing after unsubscribing.
-    assert by_lite == {
-        "l0": [f"l0-{i}" for i in range(ROUNDS)] + ["l0-after"],
-        "l1": [f"l1-{i}" for i in range(ROUNDS)],
-    }, "\n".join(lines)
+    assert_lite_push_order(pushed)
 
 
 def test_lite_admin_subcommands(target: Endpoint, pushed: list[str], tmp_path: Path) -> None:
@@ -357,19 +348,24 @@ def run_java_lite(target: Endpoint, tmp_path: Path, mode: str, group: str, count
     return lines
 
 
-def test_java_lite_push_consumer_gets_its_lite_topics_in_order_and_none_after_unsubscribing(
-    java_target: Endpoint, tmp_path: Path
-) -> None:
-    lines = run_java_lite(java_target, tmp_path, "push", JAVA_PUSH_GROUP, ROUNDS)
+def assert_lite_push_order(lines: list[str]) -> None:
+    """A lite push scenario's outcome: no failure, exactly the subscribed lite topics, each in send
+    order, and l1 nothing after unsubscribing."""
     failed = [line for line in lines if line.startswith("FAILED")]
     assert failed == [], "\n".join(lines)
     received = [tuple(line.split()[1:]) for line in lines if line.startswith("RECEIVED")]
     by_lite = {lite: [body for got_lite, body in received if got_lite == lite] for lite, _ in received}
-    # Exactly the subscribed lite topics, each in send order; l1 nothing after unsubscribing.
     assert by_lite == {
         "l0": [f"l0-{i}" for i in range(ROUNDS)] + ["l0-after"],
         "l1": [f"l1-{i}" for i in range(ROUNDS)],
     }, "\n".join(lines)
+
+
+def test_java_lite_push_consumer_gets_its_lite_topics_in_order_and_none_after_unsubscribing(
+    java_target: Endpoint, tmp_path: Path
+) -> None:
+    lines = run_java_lite(java_target, tmp_path, "push", JAVA_PUSH_GROUP, ROUNDS)
+    assert_lite_push_order(lines)
     assert lines.index("UNSUBSCRIBED l1") > max(lines.index(f"RECEIVED l1 l1-{i}") for i in range(ROUNDS))
 
 
@@ -482,14 +478,7 @@ def test_proxy_over_ours_serves_the_lite_push_consumer_its_lite_topics_in_order_
     """The scenario of the test above, through the 5.5.0 Proxy in front of our broker: the same
     assertions."""
     lines = run_scenario(proxy_over_ours, tmp_path, "push", PARENT, PUSH_GROUP)
-    failed = [line for line in lines if line.startswith("FAILED")]
-    assert failed == [], "\n".join(lines)
-    received = [tuple(line.split()[1:]) for line in lines if line.startswith("RECEIVED")]
-    by_lite = {lite: [body for got_lite, body in received if got_lite == lite] for lite, _ in received}
-    assert by_lite == {
-        "l0": [f"l0-{i}" for i in range(ROUNDS)] + ["l0-after"],
-        "l1": [f"l1-{i}" for i in range(ROUNDS)],
-    }, "\n".join(lines)
+    assert_lite_push_order(lines)
 
 
 def test_an_exclusive_lite_takeover_tells_the_other_client_over_remoting(
