@@ -96,12 +96,11 @@ def merge_producer(settings: pb.Settings, max_body_size: int) -> None:
 
 
 def merge_subscription(
-    settings: pb.Settings, group: SubscriptionGroupConfig, config: GrpcServerConfig | None = None
+    settings: pb.Settings, group: SubscriptionGroupConfig, config: GrpcServerConfig
 ) -> None:
     """``GrpcClientSettingsManager.mergeSubscriptionData`` with the group's config; the batch size
     and long polling timeout a consumer is told come from the endpoint's ``config``
     (``grpcClientConsumerLongPollingBatchSize``, ``grpcClientConsumerMaxLongPollingTimeoutMillis``)."""
-    config = config or GrpcServerConfig()
     subscription = settings.subscription
     subscription.receive_batch_size = config.grpc_client_consumer_long_polling_batch_size
     subscription.long_polling_timeout.CopyFrom(
